@@ -1,0 +1,284 @@
+package log
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// Files in a data directory. The JetStream store lives in jetstream/; the
+// process that holds the exclusive lock on lock runs the embedded server and
+// writes its address to server.json; token authenticates every process that
+// can read the directory.
+const (
+	lockFile   = "lock"
+	addrFile   = "server.json"
+	tokenFile  = "token"
+	storeDir   = "jetstream"
+	maxPayload = 8 << 20
+)
+
+// embedded is the in-process NATS server of a data directory, or the handle
+// on the one another process runs there.
+//
+// Exactly one process serves a data directory at a time: the one holding an
+// flock on dir/lock. The others join it over loopback TCP. If the serving
+// process goes away, a joined process takes its place the next time its
+// connection dials (see dial), so a long-lived client survives the exit of
+// the process that happened to start the server.
+type embedded struct {
+	dir     string
+	token   string
+	linger  time.Duration
+	syncAll bool
+
+	mu     sync.Mutex
+	lock   *os.File       // held while this process serves
+	srv    *server.Server // running server, when this process serves
+	closed bool
+}
+
+type addrInfo struct {
+	URL string `json:"url"`
+	PID int    `json:"pid"`
+}
+
+func newEmbedded(dir string, syncAlways bool, linger time.Duration) (*embedded, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	token, err := loadToken(filepath.Join(dir, tokenFile))
+	if err != nil {
+		return nil, err
+	}
+	return &embedded{dir: dir, token: token, linger: linger, syncAll: syncAlways}, nil
+}
+
+// loadToken reads the directory's client token, creating it on first use.
+func loadToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err == nil && len(b) >= 32 {
+		return string(b), nil
+	}
+	var raw [24]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", fmt.Errorf("make token: %w", err)
+	}
+	tok := hex.EncodeToString(raw[:])
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		// Another process created it first: use theirs.
+		for range 50 {
+			if b, err := os.ReadFile(path); err == nil && len(b) >= 32 {
+				return string(b), nil
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return "", fmt.Errorf("read token %s: incomplete", path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("create token: %w", err)
+	}
+	if _, err := f.WriteString(tok); err != nil {
+		f.Close()
+		return "", fmt.Errorf("write token: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("write token: %w", err)
+	}
+	return tok, nil
+}
+
+// connect returns a connection to the directory's server, starting one in
+// this process if no other process serves the directory.
+func (e *embedded) connect(ctx context.Context, name string) (*nats.Conn, error) {
+	opts := []nats.Option{
+		nats.Name(name),
+		nats.Token(e.token),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(50 * time.Millisecond),
+		nats.ReconnectJitter(0, 0),
+	}
+	var lastErr error
+	for {
+		url, err := e.ensureServing()
+		if err != nil {
+			return nil, err
+		}
+		var nc *nats.Conn
+		if url != "" {
+			// This process serves the directory: talk to it in-process.
+			nc, err = nats.Connect("", append(opts, nats.InProcessServer(e.server()))...)
+		} else {
+			// The URL is a placeholder: Dial resolves the live address.
+			nc, err = nats.Connect("nats://127.0.0.1:4222", append(opts, nats.SetCustomDialer(e))...)
+		}
+		if err == nil {
+			return nc, nil
+		}
+		lastErr = err
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("connect to embedded server in %s: %w (last error: %v)", e.dir, ctx.Err(), lastErr)
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+}
+
+func (e *embedded) server() *server.Server {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.srv
+}
+
+// Dial implements nats.CustomDialer. It connects to the process serving the
+// directory, and becomes that process when nobody does.
+func (e *embedded) Dial(network, _ string) (net.Conn, error) {
+	deadline := time.Now().Add(2 * time.Second)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		if url, err := e.ensureServing(); err != nil {
+			lastErr = err
+		} else if url != "" {
+			c, err := net.DialTimeout(network, url, time.Second)
+			if err == nil {
+				return c, nil
+			}
+			lastErr = err
+		} else if b, err := os.ReadFile(filepath.Join(e.dir, addrFile)); err == nil {
+			var info addrInfo
+			if err := json.Unmarshal(b, &info); err == nil && info.URL != "" {
+				c, err := net.DialTimeout(network, info.URL, time.Second)
+				if err == nil {
+					return c, nil
+				}
+				lastErr = err
+			}
+		} else {
+			lastErr = err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if lastErr == nil {
+		lastErr = errors.New("no server")
+	}
+	return nil, fmt.Errorf("dial embedded server in %s: %w", e.dir, lastErr)
+}
+
+// ensureServing starts the server in this process if the directory's lock
+// is free, and returns its address. It returns "" when another process
+// serves the directory.
+func (e *embedded) ensureServing() (string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return "", ErrClosed
+	}
+	if e.srv != nil {
+		return e.srv.Addr().String(), nil
+	}
+	f, err := os.OpenFile(filepath.Join(e.dir, lockFile), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("open lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return "", nil
+		}
+		return "", fmt.Errorf("lock data directory: %w", err)
+	}
+	// We hold the lock: any server.json is stale.
+	_ = os.Remove(filepath.Join(e.dir, addrFile))
+	srv, err := e.start()
+	if err != nil {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+		return "", err
+	}
+	addr := srv.Addr().String()
+	if err := writeFileAtomic(filepath.Join(e.dir, addrFile), addrInfo{URL: addr, PID: os.Getpid()}); err != nil {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+		return "", err
+	}
+	e.lock, e.srv = f, srv
+	return addr, nil
+}
+
+func (e *embedded) start() (*server.Server, error) {
+	opts := &server.Options{
+		ServerName:            "spl-embedded",
+		Host:                  "127.0.0.1",
+		Port:                  -1,
+		JetStream:             true,
+		StoreDir:              filepath.Join(e.dir, storeDir),
+		SyncAlways:            e.syncAll,
+		Authorization:         e.token,
+		NoSigs:                true,
+		NoLog:                 true,
+		MaxPayload:            maxPayload,
+		DisableShortFirstPing: true,
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded server: %w", err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(30 * time.Second) {
+		srv.Shutdown()
+		return nil, errors.New("embedded server: not ready within 30s")
+	}
+	return srv, nil
+}
+
+// close stops serving: the address is withdrawn so no new process joins,
+// joined processes get up to the linger time to finish, then the server
+// shuts down and the lock is released.
+func (e *embedded) close() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closed = true
+	if e.srv == nil {
+		return
+	}
+	_ = os.Remove(filepath.Join(e.dir, addrFile))
+	deadline := time.Now().Add(e.linger)
+	for e.srv.NumClients() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	e.srv.Shutdown()
+	e.srv.WaitForShutdown()
+	_ = syscall.Flock(int(e.lock.Fd()), syscall.LOCK_UN)
+	e.lock.Close()
+	e.srv, e.lock = nil, nil
+}
+
+func writeFileAtomic(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename %s: %w", tmp, err)
+	}
+	return nil
+}

@@ -1,0 +1,46 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spl-dev/spl/records"
+)
+
+// Sentinel errors of the log. Corruption is not among them: a record that
+// fails verification is reported with an error wrapping records.ErrCorrupt,
+// the one corruption class of the project.
+var (
+	// ErrNotFound reports that no record matched a read.
+	ErrNotFound = errors.New("spl/log: not found")
+	// ErrClosed reports a call on a closed Log.
+	ErrClosed = errors.New("spl/log: closed")
+	// ErrConflict reports an append whose chain expectation no longer holds
+	// after every retry the context allowed.
+	ErrConflict = errors.New("spl/log: append conflict")
+)
+
+// CorruptError describes a stored message that failed verification. It
+// wraps records.ErrCorrupt.
+type CorruptError struct {
+	Clock   uint64 // stream sequence of the message
+	Subject string // subject it was stored under
+	Reason  string // what did not verify
+	Err     error  // underlying cause, if any
+}
+
+// Error implements error.
+func (e *CorruptError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("spl/log: corrupt record at clock %d (%s): %s: %v", e.Clock, e.Subject, e.Reason, e.Err)
+	}
+	return fmt.Sprintf("spl/log: corrupt record at clock %d (%s): %s", e.Clock, e.Subject, e.Reason)
+}
+
+// Unwrap makes errors.Is(err, records.ErrCorrupt) true.
+func (e *CorruptError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{records.ErrCorrupt, e.Err}
+	}
+	return []error{records.ErrCorrupt}
+}

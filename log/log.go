@@ -1,0 +1,240 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/spl-dev/spl/records"
+)
+
+// DefaultStream is the name of the stream that holds the log.
+const DefaultStream = "SPL"
+
+// Options configures Open. The zero value opens the embedded log in
+// DefaultDir() with fsync before every ack.
+type Options struct {
+	// Dir is the data directory of the embedded log. Ignored with URL.
+	Dir string
+	// URL, when set, connects to a NATS server instead of the embedded one.
+	URL string
+	// NATSOptions are passed to nats.Connect (credentials, TLS, ...).
+	NATSOptions []nats.Option
+	// Stream is the stream name; DefaultStream when empty.
+	Stream string
+	// Replicas of the stream when Open creates it; 1 when zero.
+	Replicas int
+	// NoSync turns off fsync before ack in the embedded server. It trades
+	// durability on power loss for speed; never the default.
+	NoSync bool
+	// MaxBatch bounds the records of one group commit; 1000 when zero
+	// (the server's default limit of an atomic batch).
+	MaxBatch int
+	// Linger is how long Close keeps the embedded server up for other
+	// processes that joined it; 30s when zero.
+	Linger time.Duration
+	// Timeout bounds one request to the server; 10s when zero.
+	Timeout time.Duration
+	// Name names the NATS connection.
+	Name string
+}
+
+// DefaultDir is the data directory of the embedded log: $SPL_HOME, else
+// ~/.spl.
+func DefaultDir() (string, error) {
+	if d := os.Getenv("SPL_HOME"); d != "" {
+		return d, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("spl/log: no SPL_HOME and no home directory: %w", err)
+	}
+	return filepath.Join(home, ".spl"), nil
+}
+
+func (o *Options) withDefaults() error {
+	if o.Stream == "" {
+		o.Stream = DefaultStream
+	}
+	if o.Replicas == 0 {
+		o.Replicas = 1
+	}
+	if o.MaxBatch == 0 {
+		o.MaxBatch = 1000
+	}
+	if o.Linger == 0 {
+		o.Linger = 30 * time.Second
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.Name == "" {
+		o.Name = "spl"
+	}
+	switch {
+	case o.Replicas < 1 || o.Replicas > 5:
+		return fmt.Errorf("spl/log: options: Replicas: must be 1 to 5, got %d", o.Replicas)
+	case o.MaxBatch < 1 || o.MaxBatch > 1000:
+		return fmt.Errorf("spl/log: options: MaxBatch: must be 1 to 1000, got %d", o.MaxBatch)
+	case o.URL == "" && o.Dir == "":
+		d, err := DefaultDir()
+		if err != nil {
+			return err
+		}
+		o.Dir = d
+	}
+	return nil
+}
+
+// Log is the append-only record log on a JetStream stream. It is safe for
+// concurrent use; all appends of a process go through one writer that
+// gathers them into group commits.
+type Log struct {
+	opts   Options
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	emb    *embedded
+	api    string // direct get subject prefix of the stream
+	w      *writer
+	closed chan struct{}
+	once   sync.Once
+}
+
+// Open opens the log: the embedded server in opts.Dir (started in this
+// process, or joined when another process on the same directory runs it),
+// or the server at opts.URL. It creates the stream when missing and
+// checks the settings the log depends on.
+func Open(ctx context.Context, opts Options) (*Log, error) {
+	if err := opts.withDefaults(); err != nil {
+		return nil, err
+	}
+	l := &Log{opts: opts, closed: make(chan struct{})}
+	var err error
+	if opts.URL != "" {
+		l.nc, err = nats.Connect(opts.URL, append([]nats.Option{nats.Name(opts.Name), nats.MaxReconnects(-1)}, opts.NATSOptions...)...)
+		if err != nil {
+			return nil, fmt.Errorf("spl/log: connect %s: %w", opts.URL, err)
+		}
+	} else {
+		l.emb, err = newEmbedded(opts.Dir, !opts.NoSync, opts.Linger)
+		if err != nil {
+			return nil, fmt.Errorf("spl/log: %w", err)
+		}
+		l.nc, err = l.emb.connect(ctx, opts.Name)
+		if err != nil {
+			l.emb.close()
+			return nil, fmt.Errorf("spl/log: %w", err)
+		}
+	}
+	l.js, err = jetstream.New(l.nc)
+	if err == nil {
+		err = l.provision(ctx)
+	}
+	if err != nil {
+		l.shutdown()
+		return nil, err
+	}
+	l.api = "$JS.API.DIRECT.GET." + opts.Stream
+	l.w = newWriter(l)
+	return l, nil
+}
+
+// streamConfig is what the log needs of its stream.
+func (l *Log) streamConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:               l.opts.Stream,
+		Subjects:           []string{SubjectPrefix + ".>"},
+		Storage:            jetstream.FileStorage,
+		Retention:          jetstream.LimitsPolicy,
+		Discard:            jetstream.DiscardOld,
+		Replicas:           l.opts.Replicas,
+		MaxMsgSize:         records.MaxEncodedSize + 64<<10,
+		AllowDirect:        true,
+		AllowAtomicPublish: true,
+	}
+}
+
+// provision creates the stream, or brings an existing one to the settings
+// the log needs. It never turns on DenyDelete or DenyPurge: erasure needs
+// both operations.
+func (l *Log) provision(ctx context.Context) error {
+	want := l.streamConfig()
+	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
+	defer cancel()
+	s, err := l.js.Stream(ctx, want.Name)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		if _, err := l.js.CreateStream(ctx, want); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return fmt.Errorf("spl/log: create stream %s: %w", want.Name, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("spl/log: stream %s: %w", want.Name, err)
+	}
+	have := s.CachedInfo().Config
+	if have.AllowDirect && have.AllowAtomicPublish && !have.DenyDelete && !have.DenyPurge &&
+		len(have.Subjects) == 1 && have.Subjects[0] == want.Subjects[0] && have.MaxMsgSize >= want.MaxMsgSize {
+		return nil
+	}
+	have.AllowDirect, have.AllowAtomicPublish = true, true
+	have.DenyDelete, have.DenyPurge = false, false
+	have.Subjects = want.Subjects
+	have.MaxMsgSize = max(have.MaxMsgSize, want.MaxMsgSize)
+	if _, err := l.js.UpdateStream(ctx, have); err != nil {
+		return fmt.Errorf("spl/log: update stream %s: %w", want.Name, err)
+	}
+	return nil
+}
+
+// Conn is the log's NATS connection, for code at the edge (projections,
+// servers) that needs JetStream beyond the log.
+func (l *Log) Conn() *nats.Conn { return l.nc }
+
+// JetStream is the log's JetStream handle.
+func (l *Log) JetStream() jetstream.JetStream { return l.js }
+
+// StreamName is the name of the log's stream.
+func (l *Log) StreamName() string { return l.opts.Stream }
+
+// Close waits for appends in flight, then releases the connection and, in
+// embedded mode, the server (after joined processes leave, bounded by
+// Options.Linger).
+func (l *Log) Close() error {
+	l.once.Do(func() {
+		close(l.closed)
+		if l.w != nil {
+			l.w.stop()
+		}
+		l.shutdown()
+	})
+	return nil
+}
+
+func (l *Log) shutdown() {
+	if l.nc != nil {
+		_ = l.nc.Drain()
+		for l.nc.IsDraining() {
+			time.Sleep(5 * time.Millisecond)
+		}
+		l.nc.Close()
+	}
+	if l.emb != nil {
+		l.emb.close()
+	}
+}
+
+func (l *Log) isClosed() bool {
+	select {
+	case <-l.closed:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,369 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/spl-dev/spl/records"
+)
+
+const actor = "did:sync:agent:test"
+
+func openTest(t testing.TB, dir string) *Log {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := Open(ctx, Options{Dir: dir, Linger: time.Second})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func newRec(t testing.TB, thread, kind string, body map[string]any) *records.Record {
+	t.Helper()
+	act := records.ActKnow
+	if kind == records.KindCheckpoint {
+		act = records.ActLearn
+	}
+	r, err := records.New(act, kind, thread, actor, time.Now(), body)
+	if err != nil {
+		t.Fatalf("records.New: %v", err)
+	}
+	return r
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// chain checks that the records of thread link each to the one before.
+func chain(t *testing.T, l *Log, thread string) []Entry {
+	t.Helper()
+	var es []Entry
+	var prev records.ID
+	for e, err := range l.Read(ctxT(t), thread) {
+		if err != nil {
+			t.Fatalf("Read: %v", err)
+		}
+		if e.Record.Header.Prev != prev {
+			t.Fatalf("clock %d: prev=%s, want %s", e.Clock, e.Record.Header.Prev, prev)
+		}
+		prev = e.ID
+		es = append(es, e)
+	}
+	return es
+}
+
+func TestAppendRead(t *testing.T) {
+	l := openTest(t, "")
+	ctx := ctxT(t)
+	var want []Entry
+	for i := range 5 {
+		e, err := l.Append(ctx, newRec(t, "th_a", "agent.step", map[string]any{"i": i}))
+		if err != nil {
+			t.Fatalf("Append %d: %v", i, err)
+		}
+		want = append(want, e)
+	}
+	got := chain(t, l, "th_a")
+	if len(got) != len(want) {
+		t.Fatalf("read %d records, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i].ID != want[i].ID || got[i].Clock != want[i].Clock {
+			t.Fatalf("record %d: got %s@%d, want %s@%d", i, got[i].ID, got[i].Clock, want[i].ID, want[i].Clock)
+		}
+	}
+	if want[0].Record.Header.Prev != (records.ID{}) {
+		t.Fatalf("first record has prev %s", want[0].Record.Header.Prev)
+	}
+}
+
+func TestConcurrentAppendsOneThread(t *testing.T) {
+	l := openTest(t, "")
+	ctx := ctxT(t)
+	const writers, each = 16, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*each)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				if _, err := l.Append(ctx, newRec(t, "th_busy", "agent.step", map[string]any{"w": w, "i": i})); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Append: %v", err)
+	}
+	if got, want := len(chain(t, l, "th_busy")), writers*each; got != want {
+		t.Fatalf("thread holds %d records, want %d", got, want)
+	}
+}
+
+// Two Logs on one directory (the second joins the first's server) append
+// to the same thread at once: the chain stays intact across processes'
+// writers, through optimistic concurrency.
+func TestTwoWritersOneDirectory(t *testing.T) {
+	dir := t.TempDir()
+	a := openTest(t, dir)
+	b := openTest(t, dir)
+	ctx := ctxT(t)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failures []error
+	for _, l := range []*Log{a, b, a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 30 {
+				if _, err := l.Append(ctx, newRec(t, "th_shared", "agent.step", map[string]any{"i": i})); err != nil {
+					mu.Lock()
+					failures = append(failures, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(failures) > 0 {
+		t.Fatalf("%d appends failed, first: %v", len(failures), failures[0])
+	}
+	if got, want := len(chain(t, a, "th_shared")), 120; got != want {
+		t.Fatalf("thread holds %d records, want %d", got, want)
+	}
+}
+
+func TestRetryReturnsStoredRecord(t *testing.T) {
+	l := openTest(t, "")
+	ctx := ctxT(t)
+	rec := newRec(t, "th_retry", "agent.step", map[string]any{"x": 1})
+	first, err := l.Append(ctx, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(ctx, newRec(t, "th_retry", "agent.step", map[string]any{"x": 2})); err != nil {
+		t.Fatal(err)
+	}
+	again, err := l.Append(ctx, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ID != first.ID || again.Clock != first.Clock {
+		t.Fatalf("retry landed as %s@%d, want %s@%d", again.ID, again.Clock, first.ID, first.Clock)
+	}
+	if got, want := len(chain(t, l, "th_retry")), 2; got != want {
+		t.Fatalf("thread holds %d records, want %d", got, want)
+	}
+}
+
+// An append whose answer was lost is resolved from the log: the record
+// after the expected clock is the sealed one, however long ago it landed.
+func TestResolveInDoubt(t *testing.T) {
+	l := openTest(t, "")
+	ctx := ctxT(t)
+	base, err := l.Append(ctx, newRec(t, "th_doubt", "agent.step", map[string]any{"n": 0}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Land a sealed record behind the writer's back, as a lost ack would.
+	rec := newRec(t, "th_doubt", "agent.step", map[string]any{"n": 1})
+	sealed := rec.WithPrev(base.ID)
+	data, err := sealed.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := nats.NewMsg(RecordSubject("th_doubt", "agent.step"))
+	msg.Data = data
+	msg.Header.Set(HeaderID, sealed.ID().String())
+	if _, err := l.JetStream().PublishMsg(ctx, msg); err != nil {
+		t.Fatal(err)
+	}
+	l.w.mu.Lock()
+	l.w.doubts[rec.Header.BD] = doubt{id: sealed.ID(), after: base.Clock, pos: 0}
+	l.w.mu.Unlock()
+
+	got, err := l.Append(ctx, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != sealed.ID() || got.Clock != base.Clock+1 {
+		t.Fatalf("resolved as %s@%d, want %s@%d", got.ID, got.Clock, sealed.ID(), base.Clock+1)
+	}
+	if n := len(chain(t, l, "th_doubt")); n != 2 {
+		t.Fatalf("thread holds %d records, want 2", n)
+	}
+}
+
+func TestTailLatestGet(t *testing.T) {
+	l := openTest(t, "")
+	ctx := ctxT(t)
+	var cps []Entry
+	for i := range 30 {
+		// Interleave a busy other thread so th_t is sparse in the log.
+		for j := range 5 {
+			if _, err := l.Append(ctx, newRec(t, "th_noise", "agent.step", map[string]any{"j": j})); err != nil {
+				t.Fatal(err)
+			}
+		}
+		kind := "agent.step"
+		if i%3 == 0 {
+			kind = records.KindCheckpoint
+		}
+		body := map[string]any{"i": i}
+		if kind == records.KindCheckpoint {
+			body = map[string]any{"summary": fmt.Sprintf("cp %d", i), "learnings": []any{"l"}}
+		}
+		e, err := l.Append(ctx, newRec(t, "th_t", kind, body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kind == records.KindCheckpoint {
+			cps = append(cps, e)
+		}
+	}
+	tail, err := l.Tail(ctx, "th_t", 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(tail), 7; got != want {
+		t.Fatalf("tail has %d, want %d", got, want)
+	}
+	for i := 1; i < len(tail); i++ {
+		if tail[i].Record.Header.Prev != tail[i-1].ID {
+			t.Fatalf("tail not in chain order at %d", i)
+		}
+	}
+	all := chain(t, l, "th_t")
+	if tail[6].ID != all[len(all)-1].ID || tail[0].ID != all[len(all)-7].ID {
+		t.Fatalf("tail is not the last 7 records")
+	}
+	cpTail, err := l.Tail(ctx, "th_t", 100, Kind(records.KindCheckpoint))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(cpTail), len(cps); got != want {
+		t.Fatalf("checkpoint tail has %d, want %d", got, want)
+	}
+	latest, err := l.Latest(ctx, "th_t", records.KindCheckpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := latest.ID, cps[len(cps)-1].ID; got != want {
+		t.Fatalf("latest=%s, want %s", got, want)
+	}
+	if _, err := l.Latest(ctx, "th_none", records.KindCheckpoint); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("latest of empty thread: err=%v, want ErrNotFound", err)
+	}
+	got, err := l.Get(ctx, cps[2].ID, "")
+	if err != nil || got.Clock != cps[2].Clock {
+		t.Fatalf("Get=%v,%v, want clock %d", got.Clock, err, cps[2].Clock)
+	}
+	acts := 0
+	for e, err := range l.Read(ctx, "th_t", Act(records.ActLearn)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Record.Header.Act != records.ActLearn {
+			t.Fatalf("act filter let %s through", e.Record.Header.Act)
+		}
+		acts++
+	}
+	if acts != len(cps) {
+		t.Fatalf("act filter yielded %d, want %d", acts, len(cps))
+	}
+}
+
+// Threads that are not plain subject tokens (Unicode, dots, spaces) map to
+// base64url tokens and read back intact.
+func TestUnicodeThread(t *testing.T) {
+	l := openTest(t, "")
+	ctx := ctxT(t)
+	for _, th := range []string{"研究 スレッド", "a.b.c", "with space", "🚀"} {
+		e, err := l.Append(ctx, newRec(t, th, "agent.step", map[string]any{"t": th}))
+		if err != nil {
+			t.Fatalf("%q: %v", th, err)
+		}
+		got, err := l.Head(ctx, th)
+		if err != nil || got.ID != e.ID || got.Record.Header.Thread != th {
+			t.Fatalf("%q: head=%v,%v", th, got.ID, err)
+		}
+	}
+}
+
+// A message changed behind the log's back is reported as corruption, never
+// returned as valid.
+func TestCorruptionDetected(t *testing.T) {
+	l := openTest(t, "")
+	ctx := ctxT(t)
+	good, err := l.Append(ctx, newRec(t, "th_c", "agent.step", map[string]any{"text": "original"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := newRec(t, "th_c", "agent.step", map[string]any{"text": "forged"})
+	forged.Salt = good.Record.Salt
+	forged.Header = good.Record.Header // keep the header (and its digest) of the good record
+	data, err := forged.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := nats.NewMsg(RecordSubject("th_c", "agent.step"))
+	msg.Data = data
+	msg.Header.Set(HeaderID, good.ID.String())
+	if _, err := l.JetStream().PublishMsg(ctx, msg); err != nil {
+		t.Fatal(err)
+	}
+	var corrupt int
+	for _, err := range l.Read(ctx, "th_c") {
+		if err != nil {
+			if !errors.Is(err, records.ErrCorrupt) {
+				t.Fatalf("err=%v, want ErrCorrupt", err)
+			}
+			corrupt++
+		}
+	}
+	if corrupt != 1 {
+		t.Fatalf("%d corrupt records reported, want 1", corrupt)
+	}
+	if _, err := l.Head(ctx, "th_c"); !errors.Is(err, records.ErrCorrupt) {
+		t.Fatalf("Head err=%v, want ErrCorrupt", err)
+	}
+}
+
+// Records survive a close and reopen of the embedded server.
+func TestReopen(t *testing.T) {
+	dir := t.TempDir()
+	l := openTest(t, dir)
+	e, err := l.Append(ctxT(t), newRec(t, "th_r", "agent.step", map[string]any{"a": 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	l2 := openTest(t, dir)
+	got, err := l2.Head(ctxT(t), "th_r")
+	if err != nil || got.ID != e.ID || got.Clock != e.Clock {
+		t.Fatalf("after reopen head=%v@%d,%v, want %s@%d", got.ID, got.Clock, err, e.ID, e.Clock)
+	}
+	e2, err := l2.Append(ctxT(t), newRec(t, "th_r", "agent.step", map[string]any{"a": 2}))
+	if err != nil || e2.Record.Header.Prev != e.ID {
+		t.Fatalf("append after reopen: %v, prev %s", err, e2.Record.Header.Prev)
+	}
+}

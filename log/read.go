@@ -1,0 +1,393 @@
+package log
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/spl-dev/spl/records"
+)
+
+// HeaderID is the message header that carries a record's content id, so
+// readers can check a message without trusting its position.
+const HeaderID = "Spl-Id"
+
+// Entry is a record as stored: its clock (the stream sequence), its id,
+// and the record itself, verified.
+type Entry struct {
+	Clock  uint64
+	ID     records.ID
+	Record *records.Record
+}
+
+// getRequest is the JSON body of a direct get ($JS.API.DIRECT.GET.<stream>).
+type getRequest struct {
+	Seq     uint64 `json:"seq,omitempty"`
+	LastFor string `json:"last_by_subj,omitempty"`
+	NextFor string `json:"next_by_subj,omitempty"`
+	Batch   int    `json:"batch,omitempty"`
+}
+
+// stored is a raw message from a direct get.
+type stored struct {
+	subject string
+	clock   uint64
+	hdr     nats.Header
+	data    []byte
+}
+
+// decode verifies a stored message and returns it as an Entry. Anything that
+// does not verify is a *CorruptError.
+func (m stored) decode() (Entry, error) {
+	corrupt := func(reason string, err error) (Entry, error) {
+		return Entry{}, &CorruptError{Clock: m.clock, Subject: m.subject, Reason: reason, Err: err}
+	}
+	rec, err := records.Unmarshal(m.data)
+	if err != nil {
+		return corrupt("undecodable record", err)
+	}
+	idText := m.hdr.Get(HeaderID)
+	if idText == "" {
+		return corrupt("no "+HeaderID+" header", nil)
+	}
+	want, err := records.ParseID(idText)
+	if err != nil {
+		return corrupt("bad "+HeaderID+" header", err)
+	}
+	if err := rec.Verify(want); err != nil {
+		return corrupt("verification failed", err)
+	}
+	if got := RecordSubject(rec.Header.Thread, rec.Header.Kind); got != m.subject {
+		return corrupt(fmt.Sprintf("stored under %s, record belongs under %s", m.subject, got), nil)
+	}
+	return Entry{Clock: m.clock, ID: want, Record: rec}, nil
+}
+
+func parseStored(msg *nats.Msg) (stored, error) {
+	if st := msg.Header.Get("Status"); st != "" {
+		if st == "404" {
+			return stored{}, ErrNotFound
+		}
+		return stored{}, fmt.Errorf("direct get: status %s %s", st, msg.Header.Get("Description"))
+	}
+	seq, err := strconv.ParseUint(msg.Header.Get("Nats-Sequence"), 10, 64)
+	if err != nil {
+		return stored{}, fmt.Errorf("direct get: bad Nats-Sequence %q", msg.Header.Get("Nats-Sequence"))
+	}
+	return stored{subject: msg.Header.Get("Nats-Subject"), clock: seq, hdr: msg.Header, data: msg.Data}, nil
+}
+
+// get does a single direct get.
+func (l *Log) get(ctx context.Context, req getRequest) (stored, error) {
+	if l.isClosed() {
+		return stored{}, ErrClosed
+	}
+	body, _ := json.Marshal(req)
+	ctx, cancel := l.withTimeout(ctx)
+	defer cancel()
+	msg, err := l.nc.RequestWithContext(ctx, l.api, body)
+	if err != nil {
+		return stored{}, fmt.Errorf("direct get: %w", err)
+	}
+	return parseStored(msg)
+}
+
+// getLast fetches the last message of a literal subject through the
+// subject-in-API form, which needs no JSON.
+func (l *Log) getLast(ctx context.Context, subject string) (stored, error) {
+	if l.isClosed() {
+		return stored{}, ErrClosed
+	}
+	ctx, cancel := l.withTimeout(ctx)
+	defer cancel()
+	msg, err := l.nc.RequestWithContext(ctx, l.api+"."+subject, nil)
+	if err != nil {
+		return stored{}, fmt.Errorf("direct get: %w", err)
+	}
+	return parseStored(msg)
+}
+
+// scan calls fn for each message matching filter from clock from on, in
+// order, through batched direct gets of page messages, until fn returns
+// false or the stream's end. upTo > 0 stops after that clock.
+func (l *Log) scan(ctx context.Context, filter string, from, upTo uint64, page int, fn func(stored) bool) error {
+	if from == 0 {
+		from = 1
+	}
+	for {
+		if l.isClosed() {
+			return ErrClosed
+		}
+		n, last, more, err := l.getBatch(ctx, getRequest{Seq: from, NextFor: filter, Batch: page}, func(m stored) bool {
+			if upTo > 0 && m.clock > upTo {
+				return false
+			}
+			return fn(m)
+		})
+		if err != nil || n == 0 || !more {
+			return err
+		}
+		if upTo > 0 && last >= upTo {
+			return nil
+		}
+		from = last + 1
+	}
+}
+
+// getBatch does one batched direct get. It returns how many messages fn
+// accepted, the clock of the last one, and whether more may follow.
+func (l *Log) getBatch(ctx context.Context, req getRequest, fn func(stored) bool) (n int, last uint64, more bool, err error) {
+	inbox := l.nc.NewRespInbox()
+	ch := make(chan *nats.Msg, req.Batch+2)
+	sub, err := l.nc.ChanSubscribe(inbox, ch)
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("direct get: subscribe: %w", err)
+	}
+	defer sub.Unsubscribe()
+	body, _ := json.Marshal(req)
+	if err := l.nc.PublishRequest(l.api, inbox, body); err != nil {
+		return 0, 0, false, fmt.Errorf("direct get: %w", err)
+	}
+	ctx, cancel := l.withTimeout(ctx)
+	defer cancel()
+	stop := false
+	for {
+		select {
+		case <-ctx.Done():
+			return n, last, false, fmt.Errorf("direct get: %w", ctx.Err())
+		case msg := <-ch:
+			switch msg.Header.Get("Status") {
+			case "404":
+				return n, last, false, nil
+			case "204": // end of batch
+				pending, _ := strconv.ParseUint(msg.Header.Get("Nats-Num-Pending"), 10, 64)
+				return n, last, !stop && pending > 0, nil
+			}
+			m, err := parseStored(msg)
+			if err != nil {
+				return n, last, false, err
+			}
+			if stop {
+				continue // drain to the end of batch
+			}
+			if !fn(m) {
+				stop = true
+				continue
+			}
+			n++
+			last = m.clock
+		}
+	}
+}
+
+func (l *Log) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, l.opts.Timeout)
+}
+
+// ReadOption narrows a read.
+type ReadOption func(*readOpts)
+
+type readOpts struct {
+	from uint64
+	kind string
+	act  string
+}
+
+// From starts a read at clock c (inclusive).
+func From(c uint64) ReadOption { return func(o *readOpts) { o.from = c } }
+
+// Kind keeps records of kind k only; the filter runs in the server.
+func Kind(k string) ReadOption { return func(o *readOpts) { o.kind = k } }
+
+// Act keeps records of act a only.
+func Act(a string) ReadOption { return func(o *readOpts) { o.act = a } }
+
+func (o readOpts) filter(thread string) string {
+	if o.kind != "" {
+		return RecordSubject(thread, o.kind)
+	}
+	return ThreadSubject(thread)
+}
+
+func (o readOpts) keep(e Entry) bool {
+	return o.act == "" || e.Record.Header.Act == o.act
+}
+
+const readPage = 256
+
+// Read yields the records of thread in clock order. A record that fails
+// verification is yielded as an error wrapping records.ErrCorrupt, and the
+// read goes on with the next one.
+func (l *Log) Read(ctx context.Context, thread string, opts ...ReadOption) iter.Seq2[Entry, error] {
+	var o readOpts
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return func(yield func(Entry, error) bool) {
+		cont := true
+		err := l.scan(ctx, o.filter(thread), o.from, 0, readPage, func(m stored) bool {
+			e, err := m.decode()
+			if err != nil {
+				cont = yield(Entry{Clock: m.clock}, err)
+				return cont
+			}
+			if o.keep(e) {
+				cont = yield(e, nil)
+			}
+			return cont
+		})
+		if err != nil && cont {
+			yield(Entry{}, err)
+		}
+	}
+}
+
+// Tail returns the last n records of thread (matching opts), in clock
+// order. Records that fail verification are skipped and reported in a
+// joined error next to the records that did verify.
+func (l *Log) Tail(ctx context.Context, thread string, n int, opts ...ReadOption) ([]Entry, error) {
+	var o readOpts
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if n <= 0 {
+		return nil, nil
+	}
+	filter := o.filter(thread)
+	lastMsg, err := l.get(ctx, getRequest{LastFor: filter})
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	end := lastMsg.clock
+	// Widen a window back from the end until it holds n matches: a dense
+	// thread needs one round, a sparse one a few doublings.
+	window := uint64(4 * n)
+	for {
+		from := uint64(1)
+		if end > window {
+			from = end - window + 1
+		}
+		ring := make([]stored, 0, n)
+		count := 0
+		err := l.scan(ctx, filter, from, end, readPage, func(m stored) bool {
+			if o.act != "" {
+				// Filtering by act needs the decoded header.
+				e, err := m.decode()
+				if err == nil && !o.keep(e) {
+					return true
+				}
+			}
+			if len(ring) < n {
+				ring = append(ring, m)
+			} else {
+				ring[count%n] = m
+			}
+			count++
+			return true
+		})
+		if err != nil {
+			return nil, err
+		}
+		if count >= n || from == 1 {
+			// Unroll the ring into clock order.
+			ordered := ring
+			if count > n {
+				k := count % n
+				ordered = append(append([]stored{}, ring[k:]...), ring[:k]...)
+			}
+			return decodeAll(ordered)
+		}
+		window *= 4
+	}
+}
+
+func decodeAll(ms []stored) ([]Entry, error) {
+	out := make([]Entry, 0, len(ms))
+	var errs []error
+	for _, m := range ms {
+		e, err := m.decode()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, errors.Join(errs...)
+}
+
+// Latest returns the newest record of kind on thread: one last-by-subject
+// get, no scan. It returns ErrNotFound when there is none.
+func (l *Log) Latest(ctx context.Context, thread, kind string) (Entry, error) {
+	m, err := l.getLast(ctx, RecordSubject(thread, kind))
+	if err != nil {
+		return Entry{}, err
+	}
+	return m.decode()
+}
+
+// Head returns the newest record of thread, of any kind.
+func (l *Log) Head(ctx context.Context, thread string) (Entry, error) {
+	m, err := l.get(ctx, getRequest{LastFor: ThreadSubject(thread)})
+	if err != nil {
+		return Entry{}, err
+	}
+	return m.decode()
+}
+
+// At returns the record at clock c.
+func (l *Log) At(ctx context.Context, c uint64) (Entry, error) {
+	m, err := l.get(ctx, getRequest{Seq: c})
+	if err != nil {
+		return Entry{}, err
+	}
+	return m.decode()
+}
+
+// Get returns the record with id. With a thread it scans that thread only;
+// with thread "" it scans the whole log, which takes time in proportion to
+// its size.
+func (l *Log) Get(ctx context.Context, id records.ID, thread string) (Entry, error) {
+	filter := SubjectPrefix + ".>"
+	if thread != "" {
+		filter = ThreadSubject(thread)
+	}
+	want := id.String()
+	var found *stored
+	err := l.scan(ctx, filter, 1, 0, 1024, func(m stored) bool {
+		if m.hdr.Get(HeaderID) == want {
+			found = &m
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return Entry{}, err
+	}
+	if found == nil {
+		return Entry{}, fmt.Errorf("record %s: %w", want, ErrNotFound)
+	}
+	return found.decode()
+}
+
+// LastClock is the clock of the newest record in the log (0 when empty).
+func (l *Log) LastClock(ctx context.Context) (uint64, error) {
+	s, err := l.js.Stream(ctx, l.opts.Stream)
+	if err != nil {
+		return 0, fmt.Errorf("stream info: %w", err)
+	}
+	return s.CachedInfo().State.LastSeq, nil
+}
+
+var _ = time.Second

@@ -1,0 +1,453 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/spl-dev/spl/records"
+)
+
+// ErrInDoubt reports an append whose outcome the log could not learn before
+// the caller's context ended (the server did not answer). The record may
+// have landed; appending the same *records.Record again resolves it without
+// a second copy.
+var ErrInDoubt = errors.New("spl/log: append outcome unknown")
+
+// Pending is an append on its way to the log.
+type Pending struct {
+	rec   *records.Record
+	ctx   context.Context
+	done  chan struct{}
+	entry Entry
+	err   error
+
+	// Set by the writer while it owns the append.
+	sealed *records.Record
+	id     records.ID
+	data   []byte
+	first  bool   // first record of its thread in its batch
+	expect uint64 // when first: the thread's last clock it chains on
+}
+
+// Done is closed when the append has landed or failed.
+func (p *Pending) Done() <-chan struct{} { return p.done }
+
+// Wait blocks until the append has landed or failed, or ctx is done.
+func (p *Pending) Wait(ctx context.Context) (Entry, error) {
+	select {
+	case <-p.done:
+		return p.entry, p.err
+	case <-ctx.Done():
+		return Entry{}, fmt.Errorf("wait for append: %w", ctx.Err())
+	}
+}
+
+func (p *Pending) finish(e Entry, err error) {
+	p.entry, p.err = e, err
+	close(p.done)
+}
+
+// Append appends rec (unchained: its Prev is chosen by the log) to its
+// thread and returns once it is durable. Concurrent appends, from any
+// goroutine and to any thread, are gathered into group commits.
+//
+// Appending the same *records.Record again after it landed, or after an
+// ErrInDoubt, returns the stored entry (same id and clock) instead of a
+// second copy.
+func (l *Log) Append(ctx context.Context, rec *records.Record) (Entry, error) {
+	p, err := l.Submit(ctx, rec)
+	if err != nil {
+		return Entry{}, err
+	}
+	return p.Wait(ctx)
+}
+
+// Submit hands rec to the writer and returns at once (or when the writer's
+// queue has room, or ctx is done). The append itself is bounded by ctx too.
+func (l *Log) Submit(ctx context.Context, rec *records.Record) (*Pending, error) {
+	if rec == nil {
+		return nil, errors.New("spl/log: append: nil record")
+	}
+	if !rec.Header.Prev.IsZero() {
+		return nil, fmt.Errorf("spl/log: append: record already chained (prev %s); submit the unchained record", rec.Header.Prev)
+	}
+	if err := rec.Validate(); err != nil {
+		return nil, err
+	}
+	p := &Pending{rec: rec, ctx: ctx, done: make(chan struct{})}
+	select {
+	case l.w.in <- p:
+		return p, nil
+	case <-l.closed:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, fmt.Errorf("spl/log: append: %w", ctx.Err())
+	}
+}
+
+// head is what the writer knows of a thread's last record.
+type head struct {
+	id    records.ID
+	clock uint64
+}
+
+// doubt is an append that was sent but never answered: sealed with prev
+// after clock `after`, at position pos of its thread's run in the batch.
+type doubt struct {
+	id    records.ID
+	after uint64
+	pos   int
+}
+
+const (
+	landedCap = 1 << 16
+	queueCap  = 4096
+)
+
+// writer is the one goroutine of a Log that sends appends. It gathers what
+// is waiting into one atomic batch (group commit), keeps each thread's head
+// to chain new records, and resolves appends whose answer was lost.
+type writer struct {
+	l     *Log
+	in    chan *Pending
+	quit  chan struct{}
+	wg    sync.WaitGroup
+	heads map[string]head // by thread
+
+	mu         sync.Mutex
+	landed     map[[32]byte]Entry // recent appends by body digest, for retries
+	landedRing [][32]byte
+	landedNext int
+	doubts     map[[32]byte]doubt
+}
+
+func newWriter(l *Log) *writer {
+	w := &writer{
+		l:      l,
+		in:     make(chan *Pending, queueCap),
+		quit:   make(chan struct{}),
+		heads:  make(map[string]head),
+		landed: make(map[[32]byte]Entry),
+		doubts: make(map[[32]byte]doubt),
+	}
+	w.wg.Add(1)
+	go w.run()
+	return w
+}
+
+func (w *writer) stop() {
+	close(w.quit)
+	w.wg.Wait()
+}
+
+func (w *writer) run() {
+	defer w.wg.Done()
+	batch := make([]*Pending, 0, w.l.opts.MaxBatch)
+	for {
+		batch = batch[:0]
+		select {
+		case p := <-w.in:
+			batch = append(batch, p)
+		case <-w.quit:
+			// Finish what was queued before the close.
+			for {
+				select {
+				case p := <-w.in:
+					w.commit([]*Pending{p})
+				default:
+					return
+				}
+			}
+		}
+	gather:
+		for len(batch) < w.l.opts.MaxBatch {
+			select {
+			case p := <-w.in:
+				batch = append(batch, p)
+			default:
+				break gather
+			}
+		}
+		w.commit(batch)
+	}
+}
+
+// commit lands every pending append of batch or fails it.
+func (w *writer) commit(batch []*Pending) {
+	live := batch[:0:0]
+	for _, p := range batch {
+		if err := p.ctx.Err(); err != nil {
+			p.finish(Entry{}, fmt.Errorf("spl/log: append: %w", err))
+			continue
+		}
+		if e, ok := w.recall(p.rec); ok {
+			p.finish(e, nil)
+			continue
+		}
+		live = append(live, p)
+	}
+	w.land(live, 0)
+}
+
+// recall finds an earlier append of the same record: landed, or in doubt
+// and now resolved.
+func (w *writer) recall(rec *records.Record) (Entry, bool) {
+	w.mu.Lock()
+	e, ok := w.landed[rec.Header.BD]
+	d, doubtful := w.doubts[rec.Header.BD]
+	w.mu.Unlock()
+	if ok {
+		return e, true
+	}
+	if !doubtful {
+		return Entry{}, false
+	}
+	e, err := w.resolve(context.Background(), rec.Header.Thread, d)
+	if err != nil {
+		return Entry{}, false
+	}
+	w.mu.Lock()
+	delete(w.doubts, rec.Header.BD)
+	w.mu.Unlock()
+	if e.Clock == 0 {
+		return Entry{}, false // it never landed: append it afresh
+	}
+	w.remember(e)
+	return e, true
+}
+
+func (w *writer) remember(e Entry) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	bd := e.Record.Header.BD
+	if len(w.landedRing) < landedCap {
+		w.landedRing = append(w.landedRing, bd)
+	} else {
+		delete(w.landed, w.landedRing[w.landedNext])
+		w.landedRing[w.landedNext] = bd
+		w.landedNext = (w.landedNext + 1) % landedCap
+	}
+	w.landed[bd] = e
+}
+
+const maxAttempts = 64
+
+func backoff(attempt int) {
+	ceil := time.Duration(50<<min(attempt, 10)) * time.Microsecond
+	time.Sleep(min(ceil, 20*time.Millisecond) * time.Duration(1+rand.IntN(100)) / 100)
+}
+
+// land sends batch until it lands, splitting it when the server refuses it
+// for a reason other than a stale chain.
+func (w *writer) land(batch []*Pending, attempt int) {
+	if len(batch) == 0 {
+		return
+	}
+	ctx := batch[0].ctx
+	for _, p := range batch[1:] {
+		if dl, ok := p.ctx.Deadline(); ok {
+			if cur, ok := ctx.Deadline(); !ok || dl.After(cur) {
+				ctx = p.ctx
+			}
+		}
+	}
+	if err := w.seal(ctx, batch); err != nil {
+		w.fail(batch, err)
+		return
+	}
+	runs := threadRuns(batch)
+	first, err := w.send(ctx, batch, runs)
+	switch {
+	case err == nil:
+		w.landed1(batch, first)
+	case errors.Is(err, errStale) && attempt < maxAttempts:
+		// Another writer moved the thread on. Back off a random while,
+		// growing with each lost race, so a slower writer (one further
+		// from the server) is not starved by a faster one.
+		for t := range runs {
+			delete(w.heads, t)
+		}
+		backoff(attempt)
+		w.land(batch, attempt+1)
+	case errors.Is(err, errRefused) && len(batch) > 1:
+		mid := len(batch) / 2
+		w.land(batch[:mid], attempt)
+		w.land(batch[mid:], attempt)
+	case errors.Is(err, errRefused), errors.Is(err, errStale):
+		w.fail(batch, err)
+	default:
+		w.inDoubt(batch, runs, err, attempt)
+	}
+}
+
+// landed1 completes a batch whose first record got clock first.
+func (w *writer) landed1(batch []*Pending, first uint64) {
+	for i, p := range batch {
+		e := Entry{Clock: first + uint64(i), ID: p.id, Record: p.sealed}
+		w.heads[p.rec.Header.Thread] = head{id: p.id, clock: e.Clock}
+		w.remember(e)
+		p.finish(e, nil)
+	}
+}
+
+func (w *writer) fail(batch []*Pending, err error) {
+	for _, p := range batch {
+		p.finish(Entry{}, fmt.Errorf("spl/log: append: %w", err))
+	}
+}
+
+// inDoubt handles a batch that was sent but not answered: it finds out
+// whether it landed (atomic: all or none), and retries it if it did not.
+func (w *writer) inDoubt(batch []*Pending, runs map[string]*run, cause error, attempt int) {
+	for {
+		landed, first, err := w.check(batch, runs)
+		if err == nil {
+			if landed {
+				w.landed1(batch, first)
+				return
+			}
+			for t := range runs {
+				delete(w.heads, t)
+			}
+			if attempt < maxAttempts {
+				w.land(batch, attempt+1)
+			} else {
+				w.fail(batch, cause)
+			}
+			return
+		}
+		// Still no answer: wait while any caller still waits.
+		alive := false
+		for _, p := range batch {
+			if p.ctx.Err() == nil {
+				alive = true
+			}
+		}
+		if !alive || w.l.isClosed() {
+			w.mu.Lock()
+			for _, p := range batch {
+				r := runs[p.rec.Header.Thread]
+				w.doubts[p.rec.Header.BD] = doubt{id: p.id, after: r.expect, pos: r.pos[p]}
+			}
+			w.mu.Unlock()
+			for t := range runs {
+				delete(w.heads, t)
+			}
+			w.fail(batch, fmt.Errorf("%w: %v", ErrInDoubt, cause))
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// check looks for the batch's first thread run on the log: the record after
+// the run's expected last clock is either the run's first record, or the
+// batch did not land.
+func (w *writer) check(batch []*Pending, runs map[string]*run) (bool, uint64, error) {
+	p := batch[0]
+	r := runs[p.rec.Header.Thread]
+	ctx, cancel := context.WithTimeout(context.Background(), w.l.opts.Timeout)
+	defer cancel()
+	e, err := w.resolve(ctx, p.rec.Header.Thread, doubt{id: p.id, after: r.expect, pos: 0})
+	if err != nil {
+		return false, 0, err
+	}
+	if e.Clock == 0 {
+		return false, 0, nil
+	}
+	return true, e.Clock, nil
+}
+
+// resolve finds whether the record d describes landed: it returns its
+// entry, or a zero Entry when the thread moved on without it.
+func (w *writer) resolve(ctx context.Context, thread string, d doubt) (Entry, error) {
+	var got *stored
+	i := 0
+	err := w.l.scan(ctx, ThreadSubject(thread), d.after+1, 0, d.pos+1, func(m stored) bool {
+		if i == d.pos {
+			got = &m
+			return false
+		}
+		i++
+		return true
+	})
+	if err != nil {
+		return Entry{}, err
+	}
+	if got == nil || got.hdr.Get(HeaderID) != d.id.String() {
+		return Entry{}, nil
+	}
+	return got.decode()
+}
+
+// run is the records of one thread within a batch.
+type run struct {
+	expect uint64 // the thread's last clock before the batch
+	pos    map[*Pending]int
+}
+
+func threadRuns(batch []*Pending) map[string]*run {
+	runs := make(map[string]*run)
+	for _, p := range batch {
+		t := p.rec.Header.Thread
+		r := runs[t]
+		if r == nil {
+			r = &run{expect: p.expect, pos: make(map[*Pending]int)}
+			runs[t] = r
+		}
+		r.pos[p] = len(r.pos)
+	}
+	return runs
+}
+
+// seal chains every record of batch to its thread's head (fetched when
+// the writer does not know it) and encodes it.
+func (w *writer) seal(ctx context.Context, batch []*Pending) error {
+	heads := make(map[string]head)
+	for _, p := range batch {
+		t := p.rec.Header.Thread
+		h, ok := heads[t]
+		if !ok {
+			var err error
+			if h, err = w.head(ctx, t); err != nil {
+				return err
+			}
+		}
+		p.first, p.expect = !ok, h.clock
+		p.sealed = p.rec.WithPrev(h.id)
+		p.id = p.sealed.ID()
+		data, err := p.sealed.Marshal()
+		if err != nil {
+			return err
+		}
+		p.data = data
+		heads[t] = head{id: p.id}
+	}
+	return nil
+}
+
+// head returns the thread's last record as the writer knows it, asking the
+// server when it does not.
+func (w *writer) head(ctx context.Context, thread string) (head, error) {
+	if h, ok := w.heads[thread]; ok {
+		return h, nil
+	}
+	m, err := w.l.get(ctx, getRequest{LastFor: ThreadSubject(thread)})
+	if errors.Is(err, ErrNotFound) {
+		return head{}, nil
+	}
+	if err != nil {
+		return head{}, fmt.Errorf("thread head: %w", err)
+	}
+	id, err := records.ParseID(m.hdr.Get(HeaderID))
+	if err != nil {
+		return head{}, &CorruptError{Clock: m.clock, Subject: m.subject, Reason: "bad " + HeaderID + " header", Err: err}
+	}
+	h := head{id: id, clock: m.clock}
+	w.heads[thread] = h
+	return h, nil
+}

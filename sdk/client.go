@@ -1,0 +1,470 @@
+// Package sdk is the Go client agents use to write to and read from an spl
+// log: Emit and EmitAsync append records, QueryThread reads a thread in
+// clock order, and SaveCheckpoint / LatestCheckpoint / ListCheckpoints are
+// the session-checkpoint face of the same log.
+//
+// A Client opens the embedded log in a data directory by default (Open), or
+// connects to a NATS server (Connect).
+package sdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	splog "github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/records"
+)
+
+// Errors callers test with errors.Is.
+var (
+	// ErrNotFound reports that no record matched (for example a thread with
+	// no checkpoint).
+	ErrNotFound = splog.ErrNotFound
+	// ErrNoActor reports that an emit named no actor and the client has no
+	// default (WithActor or SPL_ACTOR).
+	ErrNoActor = errors.New("spl/sdk: no actor: set --actor, SPL_ACTOR or WithActor")
+	// ErrClosed reports a call on a closed Client.
+	ErrClosed = errors.New("spl/sdk: client closed")
+)
+
+// Option configures a Client.
+type Option func(*config)
+
+type config struct {
+	dir          string
+	actor        string
+	queueSize    int
+	closeTimeout time.Duration
+	natsOpts     []nats.Option
+}
+
+// WithDir sets the data directory of the embedded log. The default is
+// $SPL_HOME, else ~/.spl.
+func WithDir(dir string) Option { return func(c *config) { c.dir = dir } }
+
+// WithActor sets the actor (a DID) of records emitted without one. The
+// default is $SPL_ACTOR.
+func WithActor(did string) Option { return func(c *config) { c.actor = did } }
+
+// WithQueueSize bounds the number of EmitAsync records queued and not yet
+// durable; EmitAsync blocks while the queue is full. The default is 65536.
+func WithQueueSize(n int) Option { return func(c *config) { c.queueSize = n } }
+
+// WithCloseTimeout bounds how long Close waits for queued records to land.
+// The default is 10 seconds.
+func WithCloseTimeout(d time.Duration) Option { return func(c *config) { c.closeTimeout = d } }
+
+// WithNATSOptions passes options to nats.Connect when the client connects
+// to a server (credentials, token, nkey, TLS).
+func WithNATSOptions(opts ...nats.Option) Option {
+	return func(c *config) { c.natsOpts = append(c.natsOpts, opts...) }
+}
+
+// Event is a record to emit.
+type Event struct {
+	Act    string    // upper-case verb, e.g. records.ActKnow
+	Kind   string    // lower-case dotted kind, e.g. "agent.step"
+	Thread string    // the thread it belongs to
+	Body   any       // a map, a struct with cbor tags, or records.RawBody
+	Actor  string    // a DID; defaults to the client's actor
+	Time   time.Time // defaults to now
+}
+
+// Receipt says where an emitted record landed.
+type Receipt struct {
+	ID    records.ID // content id
+	Clock uint64     // position in the log
+}
+
+// Record is a stored record with its id and clock, verified on read.
+type Record struct {
+	ID    records.ID
+	Clock uint64
+	*records.Record
+}
+
+// SavedCheckpoint is a stored session checkpoint.
+type SavedCheckpoint struct {
+	Record
+	Checkpoint *records.Checkpoint
+}
+
+// Client is a handle on an spl log. It is safe for concurrent use.
+type Client struct {
+	log *splog.Log
+	cfg config
+
+	// Write-behind state of EmitAsync.
+	life     context.Context // bounds queued appends; cancelled by Close
+	cancel   context.CancelFunc
+	slots    chan struct{} // one token per queued record
+	queue    chan *Pending // FIFO handed to the reaper
+	reaped   chan struct{} // closed when the reaper exits
+	mu       sync.Mutex
+	cond     *sync.Cond
+	queued   uint64 // records handed to the queue
+	finished uint64 // records the reaper saw finish
+	failed   []error
+	closed   bool
+}
+
+func newConfig(opts []Option) config {
+	c := config{actor: os.Getenv("SPL_ACTOR"), queueSize: 65536, closeTimeout: 10 * time.Second}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.queueSize < 1 {
+		c.queueSize = 1
+	}
+	return c
+}
+
+// Open opens the embedded log in the data directory (WithDir, $SPL_HOME or
+// ~/.spl), starting an in-process server or joining the one another process
+// on the same directory already runs.
+func Open(ctx context.Context, opts ...Option) (*Client, error) {
+	cfg := newConfig(opts)
+	return open(ctx, cfg, splog.Options{Dir: cfg.dir})
+}
+
+// Connect connects to the spl log on the NATS server at url.
+func Connect(ctx context.Context, url string, opts ...Option) (*Client, error) {
+	cfg := newConfig(opts)
+	return open(ctx, cfg, splog.Options{URL: url, NATSOptions: cfg.natsOpts})
+}
+
+func open(ctx context.Context, cfg config, lo splog.Options) (*Client, error) {
+	l, err := splog.Open(ctx, lo)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{
+		log:    l,
+		cfg:    cfg,
+		slots:  make(chan struct{}, cfg.queueSize),
+		queue:  make(chan *Pending, cfg.queueSize),
+		reaped: make(chan struct{}),
+	}
+	c.cond = sync.NewCond(&c.mu)
+	c.life, c.cancel = context.WithCancel(context.Background())
+	go c.reap()
+	return c, nil
+}
+
+// Log is the client's underlying log, for callers that need reads the
+// client does not wrap.
+func (c *Client) Log() *splog.Log { return c.log }
+
+// record builds the record of ev, applying the client's defaults.
+func (c *Client) record(ev Event) (*records.Record, error) {
+	if ev.Actor == "" {
+		ev.Actor = c.cfg.actor
+	}
+	if ev.Actor == "" {
+		return nil, ErrNoActor
+	}
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	return records.New(ev.Act, ev.Kind, ev.Thread, ev.Actor, ev.Time, ev.Body)
+}
+
+func receipt(e splog.Entry) Receipt { return Receipt{ID: e.ID, Clock: e.Clock} }
+
+// Emit appends one record and returns once it is durable.
+func (c *Client) Emit(ctx context.Context, ev Event) (Receipt, error) {
+	rec, err := c.record(ev)
+	if err != nil {
+		return Receipt{}, err
+	}
+	e, err := c.log.Append(ctx, rec)
+	if err != nil {
+		return Receipt{}, err
+	}
+	return receipt(e), nil
+}
+
+// Pending is an EmitAsync record on its way to the log.
+type Pending struct {
+	p *splog.Pending
+}
+
+// Done is closed once the record is durable or has failed.
+func (p *Pending) Done() <-chan struct{} { return p.p.Done() }
+
+// Wait blocks until the record is durable or has failed, or ctx is done.
+func (p *Pending) Wait(ctx context.Context) (Receipt, error) {
+	e, err := p.p.Wait(ctx)
+	if err != nil {
+		return Receipt{}, err
+	}
+	return receipt(e), nil
+}
+
+// EmitAsync validates ev and queues it (write-behind). It blocks while the
+// queue is full (back-pressure) until there is room or ctx is done. The
+// append itself is bounded by the client's life, not by ctx: Close waits
+// for it, up to the close timeout.
+func (c *Client) EmitAsync(ctx context.Context, ev Event) (*Pending, error) {
+	rec, err := c.record(ev)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case c.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("spl/sdk: emit: queue full: %w", ctx.Err())
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		<-c.slots
+		return nil, ErrClosed
+	}
+	p, err := c.log.Submit(c.life, rec)
+	if err != nil {
+		c.mu.Unlock()
+		<-c.slots
+		return nil, err
+	}
+	c.queued++
+	c.queue <- &Pending{p: p} // never blocks: the queue has a slot per token
+	c.mu.Unlock()
+	return &Pending{p: p}, nil
+}
+
+// reap waits for queued records in order, freeing their queue slots and
+// noting failures for Close.
+func (c *Client) reap() {
+	defer close(c.reaped)
+	for p := range c.queue {
+		<-p.p.Done()
+		_, err := p.p.Wait(context.Background())
+		<-c.slots
+		c.mu.Lock()
+		c.finished++
+		if err != nil {
+			c.failed = append(c.failed, err)
+		}
+		c.cond.Broadcast()
+		c.mu.Unlock()
+	}
+}
+
+// Flush waits until every record queued so far is durable or has failed,
+// or ctx is done. It reports the records that failed since the last Flush.
+func (c *Client) Flush(ctx context.Context) error {
+	c.mu.Lock()
+	target := c.queued
+	c.mu.Unlock()
+	stop := context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		c.cond.Broadcast()
+		c.mu.Unlock()
+	})
+	defer stop()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.finished < target {
+		if ctx.Err() != nil {
+			return fmt.Errorf("spl/sdk: flush: %d records not yet durable: %w", target-c.finished, ctx.Err())
+		}
+		c.cond.Wait()
+	}
+	failed := c.failed
+	c.failed = nil
+	return failedError(failed)
+}
+
+// UnlandedError reports queued records that did not land.
+type UnlandedError struct {
+	Count int   // how many records did not land
+	First error // why the first of them did not
+}
+
+// Error implements error.
+func (e *UnlandedError) Error() string {
+	return fmt.Sprintf("spl/sdk: %d queued records did not land; first: %v", e.Count, e.First)
+}
+
+// Unwrap returns the first failure.
+func (e *UnlandedError) Unwrap() error { return e.First }
+
+func failedError(failed []error) error {
+	if len(failed) == 0 {
+		return nil
+	}
+	return &UnlandedError{Count: len(failed), First: failed[0]}
+}
+
+// Close flushes within the close timeout and releases the log. Records that
+// did not land are reported in the error, an *UnlandedError.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.closeTimeout)
+	ferr := c.Flush(ctx)
+	cancel()
+	c.cancel() // appends still queued fail now
+	close(c.queue)
+	<-c.reaped
+	c.mu.Lock()
+	if ferr != nil {
+		var ue *UnlandedError
+		if !errors.As(ferr, &ue) {
+			ue = &UnlandedError{First: ferr}
+		}
+		ue.Count = int(c.queued-c.finished) + len(c.failed)
+		if ue.Count == 0 {
+			ue = nil
+		}
+		if ue != nil {
+			ferr = ue
+		} else {
+			ferr = nil
+		}
+	}
+	c.mu.Unlock()
+	if err := c.log.Close(); err != nil && ferr == nil {
+		ferr = err
+	}
+	return ferr
+}
+
+// QueryOption narrows QueryThread.
+type QueryOption func(*query)
+
+type query struct {
+	from uint64
+	kind string
+	act  string
+	last int
+}
+
+// FromClock starts the query at clock c (inclusive).
+func FromClock(c uint64) QueryOption { return func(q *query) { q.from = c } }
+
+// OfKind keeps records of kind k only.
+func OfKind(k string) QueryOption { return func(q *query) { q.kind = k } }
+
+// OfAct keeps records of act a only.
+func OfAct(a string) QueryOption { return func(q *query) { q.act = a } }
+
+// Last keeps the last n matching records only (still in clock order).
+func Last(n int) QueryOption { return func(q *query) { q.last = n } }
+
+func (q query) readOpts() []splog.ReadOption {
+	var ro []splog.ReadOption
+	if q.from > 0 {
+		ro = append(ro, splog.From(q.from))
+	}
+	if q.kind != "" {
+		ro = append(ro, splog.Kind(q.kind))
+	}
+	if q.act != "" {
+		ro = append(ro, splog.Act(q.act))
+	}
+	return ro
+}
+
+// QueryThread yields the records of thread in clock order, each verified.
+// A record that fails verification is yielded as an error wrapping
+// records.ErrCorrupt, and the query goes on.
+func (c *Client) QueryThread(ctx context.Context, thread string, opts ...QueryOption) iter.Seq2[Record, error] {
+	var q query
+	for _, o := range opts {
+		o(&q)
+	}
+	return func(yield func(Record, error) bool) {
+		if q.last > 0 {
+			es, err := c.log.Tail(ctx, thread, q.last, q.readOpts()...)
+			for _, e := range es {
+				if e.Clock < q.from {
+					continue
+				}
+				if !yield(Record{ID: e.ID, Clock: e.Clock, Record: e.Record}, nil) {
+					return
+				}
+			}
+			if err != nil {
+				yield(Record{}, err)
+			}
+			return
+		}
+		for e, err := range c.log.Read(ctx, thread, q.readOpts()...) {
+			if !yield(Record{ID: e.ID, Clock: e.Clock, Record: e.Record}, err) {
+				return
+			}
+		}
+	}
+}
+
+// SaveCheckpoint appends a session checkpoint (kind agent.session.checkpoint,
+// act LEARN) to thread, as actor (empty: the client's actor).
+func (c *Client) SaveCheckpoint(ctx context.Context, thread, actor string, cp records.Checkpoint) (Receipt, error) {
+	return c.Emit(ctx, Event{Act: records.ActLearn, Kind: records.KindCheckpoint, Thread: thread, Actor: actor, Body: &cp})
+}
+
+func savedCheckpoint(e splog.Entry) (SavedCheckpoint, error) {
+	cp, err := records.DecodeCheckpoint(e.Record.Body)
+	if err != nil {
+		return SavedCheckpoint{}, fmt.Errorf("checkpoint at clock %d: %w", e.Clock, err)
+	}
+	return SavedCheckpoint{Record: Record{ID: e.ID, Clock: e.Clock, Record: e.Record}, Checkpoint: cp}, nil
+}
+
+// LatestCheckpoint returns the newest checkpoint of thread, or ErrNotFound.
+func (c *Client) LatestCheckpoint(ctx context.Context, thread string) (SavedCheckpoint, error) {
+	e, err := c.log.Latest(ctx, thread, records.KindCheckpoint)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return SavedCheckpoint{}, fmt.Errorf("no checkpoint on thread %q: %w", thread, err)
+		}
+		return SavedCheckpoint{}, err
+	}
+	return savedCheckpoint(e)
+}
+
+// ListCheckpoints returns the newest limit checkpoints of thread, oldest
+// first (limit ≤ 0: all).
+func (c *Client) ListCheckpoints(ctx context.Context, thread string, limit int) ([]SavedCheckpoint, error) {
+	var out []SavedCheckpoint
+	var errs []error
+	add := func(e splog.Entry, err error) {
+		if err == nil {
+			var sc SavedCheckpoint
+			if sc, err = savedCheckpoint(e); err == nil {
+				out = append(out, sc)
+				return
+			}
+		}
+		errs = append(errs, err)
+	}
+	if limit > 0 {
+		es, err := c.log.Tail(ctx, thread, limit, splog.Kind(records.KindCheckpoint))
+		for _, e := range es {
+			add(e, nil)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	} else {
+		for e, err := range c.log.Read(ctx, thread, splog.Kind(records.KindCheckpoint)) {
+			add(e, err)
+		}
+	}
+	return out, errors.Join(errs...)
+}
