@@ -47,8 +47,12 @@ type pubAck struct {
 // batch, which the server writes with one fsync. It returns the clock of
 // the first record. An error that is neither errStale nor errRefused means
 // the outcome is unknown.
-func (w *writer) send(ctx context.Context, batch []*Pending, runs map[string]*run) (uint64, error) {
-	ctx, cancel := w.l.withTimeout(ctx)
+//
+// Once sent, a batch is no longer the callers' to cancel: the writer waits
+// for the server's answer up to Options.Timeout whatever their contexts say,
+// so that an append is reported landed or not, rarely in doubt.
+func (w *writer) send(batch []*Pending) (uint64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), w.l.opts.Timeout)
 	defer cancel()
 	nc := w.l.nc
 	if len(batch) == 1 {

@@ -260,7 +260,7 @@ func (w *writer) land(batch []*Pending, attempt int) {
 		return
 	}
 	runs := threadRuns(batch)
-	first, err := w.send(ctx, batch, runs)
+	first, err := w.send(batch)
 	switch {
 	case err == nil:
 		w.landed1(batch, first)

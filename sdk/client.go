@@ -259,8 +259,22 @@ func (c *Client) reap() {
 }
 
 // Flush waits until every record queued so far is durable or has failed,
-// or ctx is done. It reports the records that failed since the last Flush.
+// or ctx is done. It reports (as an *UnlandedError) the queued records that
+// failed since the last Flush.
 func (c *Client) Flush(ctx context.Context) error {
+	if err := c.wait(ctx); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	failed := c.failed
+	c.failed = nil
+	return failedError(failed)
+}
+
+// wait blocks until the reaper has seen every record queued before the
+// call finish, or ctx is done.
+func (c *Client) wait(ctx context.Context) error {
 	c.mu.Lock()
 	target := c.queued
 	c.mu.Unlock()
@@ -278,9 +292,7 @@ func (c *Client) Flush(ctx context.Context) error {
 		}
 		c.cond.Wait()
 	}
-	failed := c.failed
-	c.failed = nil
-	return failedError(failed)
+	return nil
 }
 
 // UnlandedError reports queued records that did not land.
@@ -316,32 +328,24 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.closeTimeout)
-	ferr := c.Flush(ctx)
+	werr := c.wait(ctx)
 	cancel()
-	c.cancel() // appends still queued fail now
+	c.cancel() // what is still queued fails now, and is counted below
 	close(c.queue)
 	<-c.reaped
 	c.mu.Lock()
-	if ferr != nil {
-		var ue *UnlandedError
-		if !errors.As(ferr, &ue) {
-			ue = &UnlandedError{First: ferr}
-		}
-		ue.Count = int(c.queued-c.finished) + len(c.failed)
-		if ue.Count == 0 {
-			ue = nil
-		}
-		if ue != nil {
-			ferr = ue
-		} else {
-			ferr = nil
-		}
-	}
+	failed := c.failed
+	c.failed = nil
 	c.mu.Unlock()
-	if err := c.log.Close(); err != nil && ferr == nil {
-		ferr = err
+	err := failedError(failed)
+	var ue *UnlandedError
+	if errors.As(err, &ue) && werr != nil {
+		ue.First = fmt.Errorf("%w (first failure: %v)", werr, ue.First)
 	}
-	return ferr
+	if lerr := c.log.Close(); lerr != nil && err == nil {
+		err = lerr
+	}
+	return err
 }
 
 // QueryOption narrows QueryThread.
