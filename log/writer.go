@@ -104,8 +104,9 @@ type doubt struct {
 }
 
 const (
-	landedCap = 1 << 16
-	queueCap  = 4096
+	landedCap     = 1 << 16 // appends remembered for retries
+	queueCap      = 4096    // appends waiting for the writer
+	maxBatchBytes = 8 << 20 // a batch stops growing past this many body bytes
 )
 
 // writer is the one goroutine of a Log that sends appends. It gathers what
@@ -163,11 +164,13 @@ func (w *writer) run() {
 				}
 			}
 		}
+		size := len(batch[0].rec.Body)
 	gather:
-		for len(batch) < w.l.opts.MaxBatch {
+		for len(batch) < w.l.opts.MaxBatch && size < maxBatchBytes {
 			select {
 			case p := <-w.in:
 				batch = append(batch, p)
+				size += len(p.rec.Body) + 512
 			default:
 				break gather
 			}

@@ -1,0 +1,184 @@
+package records
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Checkpoint body keys (wire format; never change).
+const (
+	keySummary   = "summary"
+	keyLearnings = "learnings"
+	keyNextSteps = "next_steps"
+	keySessionID = "session_id"
+	keyName      = "name"
+)
+
+// Checkpoint limits.
+const maxSummaryLen = 8 << 10
+
+// Checkpoint is the body of a [KindCheckpoint] record (act [ActLearn]). It
+// encodes as one flat CBOR map holding the keys named beside each field
+// plus the keys of Extra.
+type Checkpoint struct {
+	Summary   string         // "summary": non-empty, at most 8 KiB (8192 bytes)
+	Learnings []string       // "learnings": at least one, each non-empty; absent when nil
+	NextSteps []string       // "next_steps": may be empty; absent when nil
+	SessionID string         // "session_id": absent when empty
+	Name      string         // "name": absent when empty
+	Extra     map[string]any // any other body keys, kept and re-encoded as given
+}
+
+// isCheckpointKey reports whether k is a key of a Checkpoint field.
+func isCheckpointKey(k string) bool {
+	switch k {
+	case keySummary, keyLearnings, keyNextSteps, keySessionID, keyName:
+		return true
+	}
+	return false
+}
+
+// MarshalCBOR encodes c as a canonical CBOR map. It fails if a key of Extra
+// is the key of a field.
+func (c Checkpoint) MarshalCBOR() ([]byte, error) {
+	m := make(map[string]any, len(c.Extra)+5)
+	for k, v := range c.Extra {
+		if isCheckpointKey(k) {
+			return nil, fmt.Errorf("encode checkpoint: %w",
+				fieldErrorf("body."+k, "is a checkpoint field; set it on Checkpoint, not in Extra"))
+		}
+		m[k] = v
+	}
+	m[keySummary] = c.Summary
+	if c.Learnings != nil {
+		m[keyLearnings] = c.Learnings
+	}
+	if c.NextSteps != nil {
+		m[keyNextSteps] = c.NextSteps
+	}
+	if c.SessionID != "" {
+		m[keySessionID] = c.SessionID
+	}
+	if c.Name != "" {
+		m[keyName] = c.Name
+	}
+	return encMode.Marshal(m)
+}
+
+// UnmarshalCBOR decodes a checkpoint body as [DecodeCheckpoint] does.
+func (c *Checkpoint) UnmarshalCBOR(data []byte) error {
+	d, err := DecodeCheckpoint(data)
+	if err != nil {
+		return err
+	}
+	*c = *d
+	return nil
+}
+
+// DecodeCheckpoint strictly decodes a checkpoint body. Bytes that are not a
+// canonical CBOR map are an error wrapping [ErrCorrupt]; a key of the wrong
+// type is a *FieldError naming it ("body.summary", "body.learnings[2]").
+// Keys other than the fields' go to Extra as generic values (maps as
+// map[any]any, integers as uint64 or int64, byte strings as []byte), so
+// that encoding the result again gives the same bytes. DecodeCheckpoint
+// does not apply [Checkpoint.Validate].
+func DecodeCheckpoint(body []byte) (*Checkpoint, error) {
+	m, err := decodeBodyMap(body)
+	if err != nil {
+		return nil, fmt.Errorf("decode checkpoint: %w", err)
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		s, ok := k.(string)
+		if !ok {
+			return nil, fmt.Errorf("decode checkpoint: %w",
+				fieldErrorf("body", "keys must be text strings, got a %s key", goCBORType(k)))
+		}
+		keys = append(keys, s)
+	}
+	slices.Sort(keys)
+	c := &Checkpoint{}
+	for _, k := range keys {
+		v := m[k]
+		switch k {
+		case keySummary, keySessionID, keyName:
+			s, ok := v.(string)
+			if !ok {
+				return nil, fmt.Errorf("decode checkpoint: %w",
+					fieldErrorf("body."+k, "must be a text string, got %s", goCBORType(v)))
+			}
+			switch k {
+			case keySummary:
+				c.Summary = s
+			case keySessionID:
+				c.SessionID = s
+			default:
+				c.Name = s
+			}
+		case keyLearnings, keyNextSteps:
+			list, err := stringList("body."+k, v)
+			if err != nil {
+				return nil, fmt.Errorf("decode checkpoint: %w", err)
+			}
+			if k == keyLearnings {
+				c.Learnings = list
+			} else {
+				c.NextSteps = list
+			}
+		default:
+			if c.Extra == nil {
+				c.Extra = make(map[string]any)
+			}
+			c.Extra[k] = v
+		}
+	}
+	return c, nil
+}
+
+// stringList converts a generic array of text strings.
+func stringList(field string, v any) ([]string, error) {
+	a, ok := v.([]any)
+	if !ok {
+		return nil, fieldErrorf(field, "must be an array of text strings, got %s", goCBORType(v))
+	}
+	list := make([]string, len(a))
+	for i, e := range a {
+		s, ok := e.(string)
+		if !ok {
+			return nil, fieldErrorf(fmt.Sprintf("%s[%d]", field, i), "must be a text string, got %s", goCBORType(e))
+		}
+		list[i] = s
+	}
+	return list, nil
+}
+
+// Validate checks the checkpoint schema and returns the first failure as a
+// *FieldError: "body.summary" (non-empty, at most 8192 bytes),
+// "body.learnings" (at least one), "body.learnings[i]" (non-empty), or
+// "body.<key>" for an Extra key that is a field's key.
+func (c *Checkpoint) Validate() error {
+	switch {
+	case c.Summary == "":
+		return fieldErrorf("body.summary", "must not be empty")
+	case len(c.Summary) > maxSummaryLen:
+		return fieldErrorf("body.summary", "must be at most %d bytes, got %d", maxSummaryLen, len(c.Summary))
+	case len(c.Learnings) == 0:
+		return fieldErrorf("body.learnings", "must have at least one entry")
+	}
+	for i, l := range c.Learnings {
+		if l == "" {
+			return fieldErrorf(fmt.Sprintf("body.learnings[%d]", i), "must not be empty")
+		}
+	}
+	keys := make([]string, 0, len(c.Extra))
+	for k := range c.Extra {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if isCheckpointKey(k) {
+			return fieldErrorf("body."+k, "is a checkpoint field; set it on Checkpoint, not in Extra")
+		}
+	}
+	return nil
+}

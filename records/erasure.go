@@ -1,0 +1,188 @@
+package records
+
+import (
+	"fmt"
+
+	"github.com/fxamacker/cbor/v2"
+)
+
+// Erasure body keys (wire format; never change).
+const (
+	keyTargets      = "targets"
+	keyReason       = "reason"
+	keyTargetID     = "id"
+	keyTargetHeader = "header"
+)
+
+// Erasure limits.
+const maxReasonLen = 1024
+
+// ErasureTarget names one erased record: its id and its header, kept so
+// that the chain through the erased record stays verifiable. It encodes as
+// the map {"id": <binary CID>, "header": <header map>}.
+type ErasureTarget struct {
+	ID     ID
+	Header Header
+}
+
+// MarshalCBOR encodes t as a canonical CBOR map.
+func (t ErasureTarget) MarshalCBOR() ([]byte, error) {
+	return t.appendCBOR(nil), nil
+}
+
+func (t ErasureTarget) appendCBOR(b []byte) []byte {
+	b = appendHead(b, majorMap, 2)
+	b = appendText(b, keyTargetID)
+	b = appendBytes(b, t.ID.Bytes())
+	b = appendText(b, keyTargetHeader)
+	return append(b, t.Header.Encode()...)
+}
+
+// UnmarshalCBOR strictly decodes an erasure target: a map with exactly the
+// keys "id" and "header".
+func (t *ErasureTarget) UnmarshalCBOR(data []byte) error {
+	v, err := decodeTarget("body.target", data)
+	if err != nil {
+		return err
+	}
+	*t = v
+	return nil
+}
+
+// Erasure is the body of a [KindErasure] record (act [ActForget]). It
+// encodes as the map {"reason": text, "targets": [target, …]}.
+type Erasure struct {
+	Targets []ErasureTarget // "targets": at least one; each Header.ID() must equal ID
+	Reason  string          // "reason": non-empty, at most 1024 bytes
+}
+
+// MarshalCBOR encodes e as a canonical CBOR map. Nil Targets encode as an
+// empty array.
+func (e Erasure) MarshalCBOR() ([]byte, error) {
+	b := appendHead(nil, majorMap, 2)
+	b = appendText(b, keyReason)
+	b = appendText(b, e.Reason)
+	b = appendText(b, keyTargets)
+	b = appendHead(b, majorArray, uint64(len(e.Targets)))
+	for _, t := range e.Targets {
+		b = t.appendCBOR(b)
+	}
+	return b, nil
+}
+
+// UnmarshalCBOR decodes an erasure body as [DecodeErasure] does.
+func (e *Erasure) UnmarshalCBOR(data []byte) error {
+	d, err := DecodeErasure(data)
+	if err != nil {
+		return err
+	}
+	*e = *d
+	return nil
+}
+
+// DecodeErasure strictly decodes an erasure body. Bytes that are not a
+// canonical CBOR map are an error wrapping [ErrCorrupt]; a key of the wrong
+// type is a *FieldError naming it ("body.reason", "body.targets[1].header").
+// Keys other than "targets" and "reason" are ignored. DecodeErasure does not
+// apply [Erasure.Validate].
+func DecodeErasure(body []byte) (*Erasure, error) {
+	e, err := decodeErasure(body)
+	if err != nil {
+		return nil, fmt.Errorf("decode erasure: %w", err)
+	}
+	return e, nil
+}
+
+func decodeErasure(body []byte) (*Erasure, error) {
+	if _, err := decodeBodyMap(body); err != nil {
+		return nil, err
+	}
+	var m map[any]cbor.RawMessage
+	if err := decMode.Unmarshal(body, &m); err != nil {
+		return nil, corruptErr("strict CBOR", err)
+	}
+	e := &Erasure{}
+	if raw, ok := m[keyReason]; ok {
+		s, ok := decodeText(raw)
+		if !ok {
+			return nil, fieldErrorf("body.reason", "must be a text string, got %s", cborType(raw))
+		}
+		e.Reason = s
+	}
+	if raw, ok := m[keyTargets]; ok {
+		var list []cbor.RawMessage
+		if !rawOfType(raw, majorArray) || decMode.Unmarshal(raw, &list) != nil {
+			return nil, fieldErrorf("body.targets", "must be an array of targets, got %s", cborType(raw))
+		}
+		e.Targets = make([]ErasureTarget, len(list))
+		for i, r := range list {
+			t, err := decodeTarget(fmt.Sprintf("body.targets[%d]", i), r)
+			if err != nil {
+				return nil, err
+			}
+			e.Targets[i] = t
+		}
+	}
+	return e, nil
+}
+
+// decodeTarget decodes one erasure target; field names it in errors.
+func decodeTarget(field string, data []byte) (ErasureTarget, error) {
+	var m map[string]cbor.RawMessage
+	if !rawOfType(data, majorMap) || decMode.Unmarshal(data, &m) != nil {
+		return ErasureTarget{}, fieldErrorf(field, `must be a map {"id", "header"}, got %s`, cborType(data))
+	}
+	for k := range m {
+		if k != keyTargetID && k != keyTargetHeader {
+			return ErasureTarget{}, fieldErrorf(field, "unknown key %s", quote(k))
+		}
+	}
+	var t ErasureTarget
+	p, ok := decodeByteString(m[keyTargetID])
+	if !ok {
+		return ErasureTarget{}, fieldErrorf(field+".id", "must be a binary CID (byte string), got %s", cborType(m[keyTargetID]))
+	}
+	id, err := IDFromBytes(p)
+	if err != nil {
+		return ErasureTarget{}, fieldErrorf(field+".id", "must be a binary CID: %v", err)
+	}
+	t.ID = id
+	raw, ok := m[keyTargetHeader]
+	if !ok {
+		return ErasureTarget{}, fieldErrorf(field+".header", "is missing")
+	}
+	h, err := decodeHeader(raw)
+	if err != nil {
+		return ErasureTarget{}, fieldErrorf(field+".header", "must be a record header: %v", err)
+	}
+	t.Header = h
+	return t, nil
+}
+
+// Validate checks the erasure schema and returns the first failure as a
+// *FieldError: "body.targets" (at least one), "body.targets[i].id" (equal to
+// the target header's id, not repeated), "body.reason" (non-empty, at most
+// 1024 bytes).
+func (e *Erasure) Validate() error {
+	if len(e.Targets) == 0 {
+		return fieldErrorf("body.targets", "must name at least one record")
+	}
+	seen := make(map[ID]int, len(e.Targets))
+	for i, t := range e.Targets {
+		field := fmt.Sprintf("body.targets[%d].id", i)
+		if got := t.Header.ID(); got != t.ID {
+			return fieldErrorf(field, "%s does not match the id of its header, %s", t.ID, got)
+		}
+		if j, ok := seen[t.ID]; ok {
+			return fieldErrorf(field, "%s is named twice (also targets[%d])", t.ID, j)
+		}
+		seen[t.ID] = i
+	}
+	switch {
+	case e.Reason == "":
+		return fieldErrorf("body.reason", "must not be empty")
+	case len(e.Reason) > maxReasonLen:
+		return fieldErrorf("body.reason", "must be at most %d bytes, got %d", maxReasonLen, len(e.Reason))
+	}
+	return nil
+}

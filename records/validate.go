@@ -1,0 +1,171 @@
+package records
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Validation limits.
+const (
+	maxKindLen   = 128
+	maxKindParts = 16
+	maxThreadLen = 256
+	maxActorLen  = 256
+	minTS        = 1
+	maxTS        = 253402300799999 // 9999-12-31T23:59:59.999Z
+	actPattern   = `^[A-Z][A-Z0-9_]{1,15}$`
+	kindPattern  = `^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$`
+	actorSyntax  = `did:<method>:<id> with method [a-z0-9]+ and id of [A-Za-z0-9._:%-]`
+)
+
+var (
+	actRE  = regexp.MustCompile(actPattern)
+	kindRE = regexp.MustCompile(kindPattern)
+)
+
+// requiredAct maps a well-known kind to the act it must be written with.
+var requiredAct = map[string]string{
+	KindCheckpoint: ActLearn,
+	KindErasure:    ActForget,
+}
+
+// Validate checks every rule of the format and returns the first failure as
+// a *FieldError, in this order: the header fields "v", "act", "kind",
+// "thread", "actor", "ts"; the act a well-known kind requires (Field "act");
+// the encoded size (Field "body"); the body, which must be a canonical CBOR
+// map and match the schema of a well-known kind ([ValidateBody]).
+//
+// Validate does not check the body digest or the id; see [Record.Verify].
+func (r *Record) Validate() error {
+	if err := r.Header.validate(); err != nil {
+		return err
+	}
+	if n := r.encodedSize(); n > MaxEncodedSize {
+		return sizeError(n)
+	}
+	return ValidateBody(r.Header.Kind, r.Body)
+}
+
+// validate checks the header's field rules (all but "bd" and "prev", which
+// any value satisfies) and returns the first failure.
+func (h Header) validate() *FieldError {
+	if h.V != FormatVersion {
+		return fieldErrorf("v", "must be %d, got %d", FormatVersion, h.V)
+	}
+	if !actRE.MatchString(h.Act) {
+		return fieldErrorf("act", "must match %s (upper-case verb), got %s", actPattern, quote(h.Act))
+	}
+	if rule := kindRule(h.Kind); rule != "" {
+		return &FieldError{Field: "kind", Rule: rule}
+	}
+	if rule := threadRule(h.Thread); rule != "" {
+		return &FieldError{Field: "thread", Rule: rule}
+	}
+	if rule := actorRule(h.Actor); rule != "" {
+		return &FieldError{Field: "actor", Rule: rule}
+	}
+	if h.TS < minTS || h.TS > maxTS {
+		return fieldErrorf("ts", "must be Unix milliseconds from %d to %d (year 9999), got %d", minTS, maxTS, h.TS)
+	}
+	if want, ok := requiredAct[h.Kind]; ok && h.Act != want {
+		return fieldErrorf("act", "kind %s requires act %s, got %s", h.Kind, want, quote(h.Act))
+	}
+	return nil
+}
+
+func kindRule(kind string) string {
+	switch {
+	case len(kind) > maxKindLen:
+		return "must be at most 128 bytes, got " + strconv.Itoa(len(kind)) + ": " + quote(kind)
+	case !kindRE.MatchString(kind):
+		return "must match " + kindPattern + " (lower-case dotted name), got " + quote(kind)
+	case strings.Count(kind, ".")+1 > maxKindParts:
+		return "must have at most 16 dot-separated parts, got " + strconv.Itoa(strings.Count(kind, ".")+1)
+	}
+	return ""
+}
+
+func threadRule(thread string) string {
+	if len(thread) < 1 || len(thread) > maxThreadLen {
+		return "must be 1-256 bytes of UTF-8, got " + strconv.Itoa(len(thread)) + " bytes"
+	}
+	if !utf8.ValidString(thread) {
+		return "must be valid UTF-8, got " + quote(thread)
+	}
+	for i, c := range thread {
+		if unicode.IsControl(c) {
+			return fmt.Sprintf("must not contain control characters, got %U at byte %d", c, i)
+		}
+	}
+	return ""
+}
+
+func actorRule(actor string) string {
+	if len(actor) > maxActorLen {
+		return "must be at most 256 bytes, got " + strconv.Itoa(len(actor))
+	}
+	bad := "must be a DID, " + actorSyntax + ", got " + quote(actor)
+	rest, ok := strings.CutPrefix(actor, "did:")
+	if !ok {
+		return bad
+	}
+	method, id, ok := strings.Cut(rest, ":")
+	if !ok || method == "" || id == "" {
+		return bad
+	}
+	for i := 0; i < len(method); i++ {
+		if c := method[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return bad
+		}
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '.' || c == '_' || c == ':' || c == '%' || c == '-') {
+			return bad
+		}
+	}
+	return ""
+}
+
+// ValidateBody checks a body's bytes: it must be a canonical CBOR map in the
+// strict profile and, for a well-known kind, match its schema
+// ([Checkpoint.Validate], [Erasure.Validate]). Other kinds need only be a
+// map. Failures are *FieldError values with Field "body" or a path into the
+// body.
+func ValidateBody(kind string, body []byte) error {
+	switch kind {
+	case KindCheckpoint:
+		c, err := DecodeCheckpoint(body)
+		if err != nil {
+			return asFieldError(err)
+		}
+		return c.Validate()
+	case KindErasure:
+		e, err := DecodeErasure(body)
+		if err != nil {
+			return asFieldError(err)
+		}
+		return e.Validate()
+	}
+	if _, err := decodeBodyMap(body); err != nil {
+		return asFieldError(err)
+	}
+	return nil
+}
+
+// asFieldError returns err's *FieldError, or a *FieldError on "body" that
+// carries err's text (a strict decoding failure).
+func asFieldError(err error) error {
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return fe
+	}
+	msg := strings.TrimSuffix(err.Error(), ": "+ErrCorrupt.Error())
+	return &FieldError{Field: "body", Rule: "must be a canonical CBOR map: " + msg}
+}
