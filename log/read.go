@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"iter"
 	"strconv"
-	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -67,6 +66,13 @@ func (m stored) decode() (Entry, error) {
 		return corrupt(fmt.Sprintf("stored under %s, record belongs under %s", m.subject, got), nil)
 	}
 	return Entry{Clock: m.clock, ID: want, Record: rec}, nil
+}
+
+// DecodeMessage verifies a raw stream message, as a consumer or a direct
+// get delivers it, and returns it as an Entry. A message that does not
+// verify is reported as a *CorruptError.
+func DecodeMessage(subject string, clock uint64, hdr nats.Header, data []byte) (Entry, error) {
+	return stored{subject: subject, clock: clock, hdr: hdr, data: data}.decode()
 }
 
 func parseStored(msg *nats.Msg) (stored, error) {
@@ -390,4 +396,3 @@ func (l *Log) LastClock(ctx context.Context) (uint64, error) {
 	return s.CachedInfo().State.LastSeq, nil
 }
 
-var _ = time.Second
