@@ -26,7 +26,6 @@ const (
 	lockFile   = "lock"
 	addrFile   = "server.json"
 	tokenFile  = "token"
-	storeDir   = "jetstream"
 	maxPayload = 8 << 20
 )
 
@@ -226,7 +225,7 @@ func (e *embedded) start() (*server.Server, error) {
 		Host:                  "127.0.0.1",
 		Port:                  -1,
 		JetStream:             true,
-		StoreDir:              filepath.Join(e.dir, storeDir),
+		StoreDir:              e.dir, // the server keeps its store in <dir>/jetstream
 		SyncAlways:            e.syncAll,
 		Authorization:         e.token,
 		NoSigs:                true,

@@ -44,6 +44,9 @@ type Options struct {
 	Timeout time.Duration
 	// Name names the NATS connection.
 	Name string
+	// Now is the clock of records the log writes itself (erasures);
+	// time.Now when nil.
+	Now func() time.Time
 }
 
 // DefaultDir is the data directory of the embedded log: $SPL_HOME, else
@@ -105,6 +108,13 @@ type Log struct {
 	w      *writer
 	closed chan struct{}
 	once   sync.Once
+
+	metaMu sync.Mutex
+	metaKV jetstream.KeyValue // the meta bucket, once bound
+
+	// afterEraseAppend, when set (by tests), runs between an erasure's
+	// append and its deletes; an error stops Erase there, as a crash would.
+	afterEraseAppend func() error
 }
 
 // Open opens the log: the embedded server in opts.Dir (started in this
@@ -143,6 +153,11 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 	}
 	l.api = "$JS.API.DIRECT.GET." + opts.Stream
 	l.w = newWriter(l)
+	// Finish erasures a crashed process left half done.
+	if err := l.finishErasures(ctx); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("spl/log: finish pending erasures: %w", err)
+	}
 	return l, nil
 }
 

@@ -395,4 +395,3 @@ func (l *Log) LastClock(ctx context.Context) (uint64, error) {
 	}
 	return s.CachedInfo().State.LastSeq, nil
 }
-

@@ -12,17 +12,21 @@ const (
 	keyReason       = "reason"
 	keyTargetID     = "id"
 	keyTargetHeader = "header"
+	keyTargetClock  = "clock"
 )
 
 // Erasure limits.
 const maxReasonLen = 1024
 
 // ErasureTarget names one erased record: its id and its header, kept so
-// that the chain through the erased record stays verifiable. It encodes as
-// the map {"id": <binary CID>, "header": <header map>}.
+// that the chain through the erased record stays verifiable, and the clock
+// (log position) it had, so that the log can finish an interrupted erasure
+// and account for every gap. It encodes as the map {"id": <binary CID>,
+// "clock": <uint>, "header": <header map>}, "clock" absent when zero.
 type ErasureTarget struct {
 	ID     ID
 	Header Header
+	Clock  uint64
 }
 
 // MarshalCBOR encodes t as a canonical CBOR map.
@@ -31,15 +35,23 @@ func (t ErasureTarget) MarshalCBOR() ([]byte, error) {
 }
 
 func (t ErasureTarget) appendCBOR(b []byte) []byte {
-	b = appendHead(b, majorMap, 2)
+	if t.Clock == 0 {
+		b = appendHead(b, majorMap, 2)
+	} else {
+		b = appendHead(b, majorMap, 3)
+	}
 	b = appendText(b, keyTargetID)
 	b = appendBytes(b, t.ID.Bytes())
+	if t.Clock != 0 {
+		b = appendText(b, keyTargetClock)
+		b = appendHead(b, majorUint, t.Clock)
+	}
 	b = appendText(b, keyTargetHeader)
 	return append(b, t.Header.Encode()...)
 }
 
-// UnmarshalCBOR strictly decodes an erasure target: a map with exactly the
-// keys "id" and "header".
+// UnmarshalCBOR strictly decodes an erasure target: a map with the keys
+// "id" and "header", and optionally "clock".
 func (t *ErasureTarget) UnmarshalCBOR(data []byte) error {
 	v, err := decodeTarget("body.target", data)
 	if err != nil {
@@ -133,7 +145,7 @@ func decodeTarget(field string, data []byte) (ErasureTarget, error) {
 		return ErasureTarget{}, fieldErrorf(field, `must be a map {"id", "header"}, got %s`, cborType(data))
 	}
 	for k := range m {
-		if k != keyTargetID && k != keyTargetHeader {
+		if k != keyTargetID && k != keyTargetHeader && k != keyTargetClock {
 			return ErasureTarget{}, fieldErrorf(field, "unknown key %s", quote(k))
 		}
 	}
@@ -147,6 +159,13 @@ func decodeTarget(field string, data []byte) (ErasureTarget, error) {
 		return ErasureTarget{}, fieldErrorf(field+".id", "must be a binary CID: %v", err)
 	}
 	t.ID = id
+	if raw, ok := m[keyTargetClock]; ok {
+		var c uint64
+		if !rawOfType(raw, majorUint) || decMode.Unmarshal(raw, &c) != nil || c == 0 {
+			return ErasureTarget{}, fieldErrorf(field+".clock", "must be a positive integer, got %s", cborType(raw))
+		}
+		t.Clock = c
+	}
 	raw, ok := m[keyTargetHeader]
 	if !ok {
 		return ErasureTarget{}, fieldErrorf(field+".header", "is missing")

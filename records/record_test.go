@@ -374,3 +374,32 @@ func TestMarshalChecks(t *testing.T) {
 		t.Fatalf("Marshal(huge body)=%v, want ErrInvalid", err)
 	}
 }
+
+// An erasure target's clock round-trips, sits between "id" and "header" in
+// canonical key order, and is absent when zero.
+func TestErasureTargetClock(t *testing.T) {
+	r, err := New(ActKnow, "agent.step", "th", "did:sync:agent:x", time.UnixMilli(1700000000000), map[string]any{"a": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := Erasure{Reason: "test", Targets: []ErasureTarget{{ID: r.ID(), Header: r.Header, Clock: 42}}}
+	b, err := e.MarshalCBOR()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeErasure(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Targets[0].Clock != 42 || got.Targets[0].ID != r.ID() {
+		t.Fatalf("decoded target %+v", got.Targets[0])
+	}
+	if _, err := decodeCanonical(b); err != nil {
+		t.Fatalf("erasure with clock is not canonical: %v", err)
+	}
+	e.Targets[0].Clock = 0
+	b0, _ := e.MarshalCBOR()
+	if bytes.Contains(b0, []byte("clock")) {
+		t.Fatalf("zero clock encoded")
+	}
+}

@@ -1,0 +1,264 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/spl-dev/spl/records"
+)
+
+// ErrNotErasable reports an erasure the log refuses: an erasure record
+// (erasures are the audit trail and stay), or a record on another thread.
+var ErrNotErasable = errors.New("spl/log: cannot erase")
+
+// Meta bucket: small state of the log itself, replicated with the stream.
+const (
+	metaBucket      = "spl_meta"
+	keyErasureApply = "erasure.applied"
+)
+
+// EraseResult says what an erasure did.
+type EraseResult struct {
+	// Erasure is the core.erasure record appended; zero Clock when every
+	// id was already erased and nothing was appended.
+	Erasure Entry
+	// Erased are the ids erased by this call.
+	Erased []records.ID
+	// Already are the ids that an earlier erasure had erased (a no-op).
+	Already []records.ID
+}
+
+// Erase erases records of thread: it appends one core.erasure record (act
+// FORGET) that names them with their headers and clocks and carries
+// reason, then deletes their messages securely (the server overwrites the
+// bytes on disk). Reads never return an erased record; the chain stays
+// verifiable through the headers in the erasure record.
+//
+// It refuses, changing nothing, an id that is no record (ErrNotFound), an
+// erasure record or a record of another thread (ErrNotErasable). An id
+// that an earlier erasure erased is reported in Already and otherwise
+// ignored. If the process dies after the append and before the deletes,
+// the next Open (or Erase) of the log finishes them.
+func (l *Log) Erase(ctx context.Context, thread string, ids []records.ID, reason, actor string) (EraseResult, error) {
+	if len(ids) == 0 {
+		return EraseResult{}, &records.FieldError{Field: "ids", Rule: "must name at least one record"}
+	}
+	targets, already, err := l.eraseTargets(ctx, thread, ids)
+	if err != nil {
+		return EraseResult{}, err
+	}
+	res := EraseResult{Already: already}
+	if len(targets) == 0 {
+		return res, nil
+	}
+	rec, err := records.New(records.ActForget, records.KindErasure, thread, actor, l.now(), &records.Erasure{Targets: targets, Reason: reason})
+	if err != nil {
+		return EraseResult{}, err
+	}
+	if res.Erasure, err = l.Append(ctx, rec); err != nil {
+		return EraseResult{}, fmt.Errorf("append erasure: %w", err)
+	}
+	if l.afterEraseAppend != nil {
+		if err := l.afterEraseAppend(); err != nil {
+			return res, err
+		}
+	}
+	if err := l.finishErasures(ctx); err != nil {
+		return res, fmt.Errorf("erasure %s appended; deleting its records: %w (the next open retries)", res.Erasure.ID, err)
+	}
+	for _, t := range targets {
+		res.Erased = append(res.Erased, t.ID)
+	}
+	return res, nil
+}
+
+// eraseTargets resolves ids on thread: the targets to erase, and the ids
+// that are already erased.
+func (l *Log) eraseTargets(ctx context.Context, thread string, ids []records.ID) ([]records.ErasureTarget, []records.ID, error) {
+	want := make(map[string]records.ID, len(ids))
+	for _, id := range ids {
+		want[id.String()] = id
+	}
+	found := make(map[records.ID]Entry)
+	erased := make(map[records.ID]bool)
+	var decodeErr error
+	err := l.scan(ctx, ThreadSubject(thread), 1, 0, 1024, func(m stored) bool {
+		isErasure := strings.HasSuffix(m.subject, "."+records.KindErasure)
+		id, named := want[m.hdr.Get(HeaderID)]
+		if !isErasure && !named {
+			return true
+		}
+		e, err := m.decode()
+		if err != nil {
+			if named {
+				decodeErr = err
+				return false
+			}
+			return true // a corrupt erasure record erases nothing
+		}
+		if named {
+			found[id] = e
+		}
+		if isErasure {
+			if er, err := records.DecodeErasure(e.Record.Body); err == nil {
+				for _, t := range er.Targets {
+					erased[t.ID] = true
+				}
+			}
+		}
+		return true
+	})
+	if err == nil {
+		err = decodeErr
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("erase: read thread: %w", err)
+	}
+	var targets []records.ErasureTarget
+	var already []records.ID
+	seen := make(map[records.ID]bool)
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		e, ok := found[id]
+		switch {
+		case erased[id]:
+			already = append(already, id)
+		case ok && e.Record.Header.Kind == records.KindErasure:
+			return nil, nil, fmt.Errorf("%w: %s is an erasure record; erasures stay as the audit trail", ErrNotErasable, id)
+		case ok:
+			targets = append(targets, records.ErasureTarget{ID: id, Header: e.Record.Header, Clock: e.Clock})
+		default:
+			if other, err := l.Get(ctx, id, ""); err == nil {
+				return nil, nil, fmt.Errorf("%w: %s is on thread %q, not %q", ErrNotErasable, id, other.Record.Header.Thread, thread)
+			}
+			return nil, nil, fmt.Errorf("erase: record %s on thread %q: %w", id, thread, ErrNotFound)
+		}
+	}
+	return targets, already, nil
+}
+
+// finishErasures deletes the records named by every erasure record past the
+// applied watermark whose messages are still there, then moves the
+// watermark. Every step is idempotent: two processes may run it at once.
+func (l *Log) finishErasures(ctx context.Context) error {
+	kv, err := l.meta(ctx, false)
+	if err != nil {
+		return err
+	}
+	var applied uint64
+	if kv != nil {
+		if e, err := kv.Get(ctx, keyErasureApply); err == nil {
+			applied, _ = strconv.ParseUint(string(e.Value()), 10, 64)
+		} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return fmt.Errorf("read erasure watermark: %w", err)
+		}
+	}
+	stream, err := l.js.Stream(ctx, l.opts.Stream)
+	if err != nil {
+		return fmt.Errorf("stream: %w", err)
+	}
+	var last uint64
+	var ferr error
+	err = l.scan(ctx, SubjectPrefix+".*."+records.KindErasure, applied+1, 0, 256, func(m stored) bool {
+		e, err := m.decode()
+		if err == nil {
+			var er *records.Erasure
+			if er, err = records.DecodeErasure(e.Record.Body); err == nil {
+				err = l.deleteTargets(ctx, stream, er.Targets)
+			}
+		}
+		if err != nil && !errors.Is(err, records.ErrCorrupt) {
+			ferr = err
+			return false
+		}
+		last = m.clock
+		return true
+	})
+	if err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return err
+	}
+	if last > applied {
+		if kv, err = l.meta(ctx, true); err != nil {
+			return err
+		}
+		if _, err := kv.Put(ctx, keyErasureApply, []byte(strconv.FormatUint(last, 10))); err != nil {
+			return fmt.Errorf("store erasure watermark: %w", err)
+		}
+	}
+	return nil
+}
+
+// deleteTargets securely deletes each target's message, when the message
+// at its clock is still the target.
+func (l *Log) deleteTargets(ctx context.Context, stream jetstream.Stream, targets []records.ErasureTarget) error {
+	for _, t := range targets {
+		if t.Clock == 0 {
+			continue // written without a clock: nothing to find cheaply
+		}
+		m, err := l.get(ctx, getRequest{Seq: t.Clock})
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read %d: %w", t.Clock, err)
+		}
+		if m.hdr.Get(HeaderID) != t.ID.String() {
+			continue // not the target: never delete what was not named
+		}
+		if err := stream.SecureDeleteMsg(ctx, t.Clock); err != nil && !isNoMessage(err) {
+			return fmt.Errorf("secure delete %d: %w", t.Clock, err)
+		}
+	}
+	return nil
+}
+
+func isNoMessage(err error) bool {
+	return errors.Is(err, jetstream.ErrMsgNotFound) || strings.Contains(err.Error(), "no message found")
+}
+
+// meta returns the log's meta bucket, creating it when create is set
+// (else a missing bucket is nil).
+func (l *Log) meta(ctx context.Context, create bool) (jetstream.KeyValue, error) {
+	l.metaMu.Lock()
+	defer l.metaMu.Unlock()
+	if l.metaKV != nil {
+		return l.metaKV, nil
+	}
+	kv, err := l.js.KeyValue(ctx, metaBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) && !create {
+		return nil, nil
+	}
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = l.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      metaBucket,
+			Description: "spl: state of the log itself",
+			History:     1,
+			Storage:     jetstream.FileStorage,
+			Replicas:    l.opts.Replicas,
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("meta bucket: %w", err)
+	}
+	l.metaKV = kv
+	return kv, nil
+}
+
+func (l *Log) now() time.Time {
+	if l.opts.Now != nil {
+		return l.opts.Now()
+	}
+	return time.Now()
+}

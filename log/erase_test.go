@@ -1,0 +1,188 @@
+package log
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/spl-dev/spl/records"
+)
+
+func appendN(t *testing.T, l *Log, thread string, n int, body func(i int) map[string]any) []Entry {
+	t.Helper()
+	var es []Entry
+	for i := range n {
+		e, err := l.Append(ctxT(t), newRec(t, thread, "agent.step", body(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		es = append(es, e)
+	}
+	return es
+}
+
+func ids(es []Entry) map[records.ID]bool {
+	m := make(map[records.ID]bool)
+	for _, e := range es {
+		m[e.ID] = true
+	}
+	return m
+}
+
+func readAll(t *testing.T, l *Log, thread string) []Entry {
+	t.Helper()
+	var out []Entry
+	for e, err := range l.Read(ctxT(t), thread) {
+		if err != nil {
+			t.Fatalf("Read: %v", err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func TestErase(t *testing.T) {
+	l := openTest(t, "")
+	ctx := ctxT(t)
+	es := appendN(t, l, "th_e", 5, func(i int) map[string]any { return map[string]any{"i": i} })
+	res, err := l.Erase(ctx, "th_e", []records.ID{es[1].ID, es[3].ID}, "user asked", actor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Erased) != 2 || len(res.Already) != 0 || res.Erasure.Clock == 0 {
+		t.Fatalf("result %+v", res)
+	}
+	left := readAll(t, l, "th_e")
+	if got, want := len(left), 4; got != want { // 3 survivors + the erasure record
+		t.Fatalf("thread has %d records, want %d", got, want)
+	}
+	seen := ids(left)
+	if seen[es[1].ID] || seen[es[3].ID] {
+		t.Fatalf("an erased record is still read")
+	}
+	er, err := records.DecodeErasure(left[3].Record.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if er.Reason != "user asked" || len(er.Targets) != 2 || er.Targets[0].Clock != es[1].Clock || er.Targets[0].Header != es[1].Record.Header {
+		t.Fatalf("erasure body %+v", er)
+	}
+	if _, err := l.At(ctx, es[1].Clock); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("At(erased clock): err=%v, want ErrNotFound", err)
+	}
+
+	// Again: a no-op that says so.
+	res, err = l.Erase(ctx, "th_e", []records.ID{es[1].ID}, "again", actor)
+	if err != nil || len(res.Already) != 1 || res.Erasure.Clock != 0 {
+		t.Fatalf("erasing twice: %+v, %v", res, err)
+	}
+	if got := len(readAll(t, l, "th_e")); got != 4 {
+		t.Fatalf("erasing twice appended: %d records", got)
+	}
+}
+
+func TestEraseRefusals(t *testing.T) {
+	l := openTest(t, "")
+	ctx := ctxT(t)
+	es := appendN(t, l, "th_x", 2, func(i int) map[string]any { return map[string]any{"i": i} })
+	other := appendN(t, l, "th_other", 1, func(i int) map[string]any { return map[string]any{"i": i} })
+	res, err := l.Erase(ctx, "th_x", []records.ID{es[0].ID}, "r", actor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(readAll(t, l, "th_x"))
+	unknown := newRec(t, "th_x", "agent.step", map[string]any{"never": "appended"}).ID()
+	for _, c := range []struct {
+		name string
+		ids  []records.ID
+		want error
+		text string
+	}{
+		{"erasure record", []records.ID{res.Erasure.ID}, ErrNotErasable, "is an erasure record"},
+		{"unknown id", []records.ID{unknown}, ErrNotFound, unknown.String()},
+		{"other thread", []records.ID{other[0].ID}, ErrNotErasable, `is on thread "th_other"`},
+		{"mixed with a valid one", []records.ID{es[1].ID, unknown}, ErrNotFound, unknown.String()},
+	} {
+		_, err := l.Erase(ctx, "th_x", c.ids, "r", actor)
+		if !errors.Is(err, c.want) || !bytes.Contains([]byte(err.Error()), []byte(c.text)) {
+			t.Errorf("%s: err=%v, want %v containing %q", c.name, err, c.want, c.text)
+		}
+	}
+	if got := len(readAll(t, l, "th_x")); got != before {
+		t.Fatalf("refused erasures changed the thread: %d records, want %d", got, before)
+	}
+	if got := len(readAll(t, l, "th_other")); got != 1 {
+		t.Fatalf("other thread changed: %d records", got)
+	}
+}
+
+// A crash between the erasure's append and its deletes is finished by the
+// next open.
+func TestEraseFinishedAfterCrash(t *testing.T) {
+	dir := t.TempDir()
+	l := openTest(t, dir)
+	es := appendN(t, l, "th_crash", 3, func(i int) map[string]any { return map[string]any{"i": i} })
+	crash := errors.New("injected crash")
+	l.afterEraseAppend = func() error { return crash }
+	if _, err := l.Erase(ctxT(t), "th_crash", []records.ID{es[1].ID}, "r", actor); !errors.Is(err, crash) {
+		t.Fatalf("Erase: err=%v, want the injected crash", err)
+	}
+	if _, err := l.At(ctxT(t), es[1].Clock); err != nil {
+		t.Fatalf("before reopen the record should still be there: %v", err)
+	}
+	l.Close()
+	l2 := openTest(t, dir)
+	if _, err := l2.At(ctxT(t), es[1].Clock); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("after reopen: err=%v, want ErrNotFound", err)
+	}
+	if ids(readAll(t, l2, "th_crash"))[es[1].ID] {
+		t.Fatalf("erased record still read after reopen")
+	}
+}
+
+// The erased bytes leave the disk: after the erasure and a clean stop, no
+// file under the data directory holds the erased body.
+func TestEraseLeavesNoBytes(t *testing.T) {
+	dir := t.TempDir()
+	l := openTest(t, dir)
+	marker := "MARKER-4f1c9a7e-erase-me"
+	appendN(t, l, "th_p", 2, func(i int) map[string]any { return map[string]any{"i": i} })
+	es := appendN(t, l, "th_p", 1, func(int) map[string]any { return map[string]any{"secret": marker} })
+	appendN(t, l, "th_p", 2, func(i int) map[string]any { return map[string]any{"i": i} })
+	if !dirHolds(t, dir, marker) {
+		t.Fatalf("marker not on disk before the erasure: the test would prove nothing")
+	}
+	if _, err := l.Erase(ctxT(t), "th_p", []records.ID{es[0].ID}, "gdpr", actor); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if dirHolds(t, dir, marker) {
+		t.Fatalf("marker still on disk after erasure")
+	}
+}
+
+func dirHolds(t *testing.T, dir, marker string) bool {
+	t.Helper()
+	found := false
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(b, []byte(marker)) {
+			t.Logf("marker in %s", path)
+			found = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
