@@ -1,0 +1,251 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/spl-dev/spl/records"
+	"github.com/spl-dev/spl/sdk"
+)
+
+// recordJSON is the --json form of a stored record. Its field names are
+// part of the command's contract (docs/cli.md): change them only with a
+// new field, never by renaming.
+type recordJSON struct {
+	ID     string          `json:"id"`
+	Clock  uint64          `json:"clock"`
+	Thread string          `json:"thread"`
+	Act    string          `json:"act"`
+	Kind   string          `json:"kind"`
+	Actor  string          `json:"actor"`
+	Time   string          `json:"time"` // RFC 3339 with nanoseconds, UTC
+	TS     int64           `json:"ts"`   // Unix milliseconds
+	Prev   *string         `json:"prev"` // null on the first record of a thread
+	Body   json.RawMessage `json:"body"`
+}
+
+// checkpointJSON is the --json form of a session checkpoint: the record,
+// and the checkpoint's fields lifted out of its body.
+type checkpointJSON struct {
+	recordJSON
+	Summary   string   `json:"summary"`
+	Learnings []string `json:"learnings"`
+	NextSteps []string `json:"next_steps"`
+	Name      string   `json:"name"`
+	SessionID string   `json:"session_id"`
+}
+
+// receiptJSON is the --json form of what emit and session save print.
+type receiptJSON struct {
+	ID     string `json:"id"`
+	Clock  uint64 `json:"clock"`
+	Thread string `json:"thread"`
+	Act    string `json:"act"`
+	Kind   string `json:"kind"`
+	Actor  string `json:"actor"`
+}
+
+func newRecordJSON(r sdk.Record) (recordJSON, error) {
+	body, err := records.BodyToJSON(r.Body)
+	if err != nil {
+		return recordJSON{}, fmt.Errorf("record %s: body: %w", r.ID, err)
+	}
+	h := r.Header
+	j := recordJSON{
+		ID:     r.ID.String(),
+		Clock:  r.Clock,
+		Thread: h.Thread,
+		Act:    h.Act,
+		Kind:   h.Kind,
+		Actor:  h.Actor,
+		Time:   time.UnixMilli(h.TS).UTC().Format(time.RFC3339Nano),
+		TS:     h.TS,
+		Body:   body,
+	}
+	if !h.Prev.IsZero() {
+		prev := h.Prev.String()
+		j.Prev = &prev
+	}
+	return j, nil
+}
+
+func newCheckpointJSON(cp sdk.SavedCheckpoint) (checkpointJSON, error) {
+	rec, err := newRecordJSON(cp.Record)
+	if err != nil {
+		return checkpointJSON{}, err
+	}
+	c, err := checkpointOf(cp)
+	if err != nil {
+		return checkpointJSON{}, err
+	}
+	return checkpointJSON{
+		recordJSON: rec,
+		Summary:    c.Summary,
+		Learnings:  nonNil(c.Learnings),
+		NextSteps:  nonNil(c.NextSteps),
+		Name:       c.Name,
+		SessionID:  c.SessionID,
+	}, nil
+}
+
+// checkpointOf returns the decoded checkpoint of cp, decoding the body if
+// the client did not.
+func checkpointOf(cp sdk.SavedCheckpoint) (*records.Checkpoint, error) {
+	if cp.Checkpoint != nil {
+		return cp.Checkpoint, nil
+	}
+	c, err := records.DecodeCheckpoint(cp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", cp.ID, err)
+	}
+	return c, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// writeJSON writes v as indented JSON followed by a newline.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// Widths, in characters, of the free-text columns of the tables.
+const (
+	summaryWidth = 60
+	bodyWidth    = 60
+	nameWidth    = 24
+	actorWidth   = 40
+)
+
+// tableTime is how tables show a record's time: UTC, to the second.
+func tableTime(ts int64) string {
+	return time.UnixMilli(ts).UTC().Format("2006-01-02T15:04:05Z")
+}
+
+// writeCheckpointTable writes the table of "session list".
+func writeCheckpointTable(w io.Writer, cps []sdk.SavedCheckpoint) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLOCK\tTIME\tACTOR\tID\tNAME\tSUMMARY")
+	for _, cp := range cps {
+		c, err := checkpointOf(cp)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n",
+			cp.Clock, tableTime(cp.Header.TS), cell(cp.Header.Actor, actorWidth), cp.ID.Short(),
+			cell(c.Name, nameWidth), cell(c.Summary, summaryWidth))
+	}
+	return tw.Flush()
+}
+
+// writeRecordTable writes the table of "thread tail".
+func writeRecordTable(w io.Writer, recs []sdk.Record) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLOCK\tTIME\tACT\tKIND\tACTOR\tID\tBODY")
+	for _, r := range recs {
+		body, err := records.BodyToJSON(r.Body)
+		if err != nil {
+			return fmt.Errorf("record %s: body: %w", r.ID, err)
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, body); err != nil {
+			return fmt.Errorf("record %s: body: %w", r.ID, err)
+		}
+		h := r.Header
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			r.Clock, tableTime(h.TS), cell(h.Act, 16), cell(h.Kind, 40), cell(h.Actor, actorWidth),
+			r.ID.Short(), cell(compact.String(), bodyWidth))
+	}
+	return tw.Flush()
+}
+
+// writeCheckpoint writes a checkpoint in full, for "session show".
+func writeCheckpoint(w io.Writer, cp sdk.SavedCheckpoint) error {
+	c, err := checkpointOf(cp)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	field := func(label, value string) {
+		for i, line := range strings.Split(printable(value), "\n") {
+			if i > 0 {
+				label = ""
+			}
+			fmt.Fprintf(&b, "%-12s%s\n", label, line)
+		}
+	}
+	list := func(label string, items []string) {
+		if len(items) == 0 {
+			field(label, "-")
+			return
+		}
+		for _, item := range items {
+			field(label, "- "+strings.ReplaceAll(item, "\n", "\n  "))
+			label = ""
+		}
+	}
+	h := cp.Header
+	field("thread", h.Thread)
+	field("summary", c.Summary)
+	list("learnings", c.Learnings)
+	list("next steps", c.NextSteps)
+	field("actor", h.Actor)
+	field("time", time.UnixMilli(h.TS).UTC().Format("2006-01-02T15:04:05.000Z07:00"))
+	field("id", cp.ID.String())
+	field("clock", fmt.Sprint(cp.Clock))
+	field("name", orDash(c.Name))
+	field("session id", orDash(c.SessionID))
+	_, err = io.WriteString(w, b.String())
+	return err
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// printable replaces control characters other than newlines by spaces, so
+// that stored text cannot move the cursor or recolour a terminal.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r != '\n' && unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// cell fits free text into a table cell: one line, no control characters,
+// at most width characters ("…" marks a cut). An empty cell is "-".
+func cell(s string, width int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	if s == "" {
+		return "-"
+	}
+	if utf8.RuneCountInString(s) <= width {
+		return s
+	}
+	runes := []rune(s)
+	return strings.TrimRightFunc(string(runes[:width-1]), unicode.IsSpace) + "…"
+}

@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spl-dev/spl/records"
+	"github.com/spl-dev/spl/sdk"
+)
+
+// DefaultListLimit is how many checkpoints "session list" shows by default.
+const DefaultListLimit = 50
+
+func newSessionCommand(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "session",
+		Short: "Save and read session checkpoints",
+		Long: `A session checkpoint is a record of kind agent.session.checkpoint (act
+LEARN) on a thread: a summary of where the work stands, what was learned and
+what comes next, so that the next session can pick up where this one ended.`,
+		RunE: groupRunE,
+	}
+	cmd.AddCommand(newSessionSaveCommand(a), newSessionListCommand(a), newSessionShowCommand(a))
+	return cmd
+}
+
+func newSessionSaveCommand(a *app) *cobra.Command {
+	var (
+		thread, actor   string
+		cp              records.Checkpoint
+		learnings, next []string
+	)
+	cmd := &cobra.Command{
+		Use:   "save --thread THREAD --summary TEXT --learnings TEXT... [flags]",
+		Short: "Save a checkpoint of a session to a thread",
+		Example: `  spl session save --thread th_auth_refactor_abc123 \
+    --summary "Completed auth refactor; next: migration tests" \
+    --learnings "mutex pattern worked" --learnings "refactor touched 14 files" \
+    --next-steps "Write migration tests" --actor did:sync:agent:dev`,
+		Args: cobra.NoArgs,
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			actor, err := actorFlag(actor)
+			if err != nil {
+				return fmt.Errorf("session save: %w", err)
+			}
+			cp.Learnings, cp.NextSteps = learnings, next
+			// Refuse bad input before the log is opened: nothing is stored
+			// and no server is started for a checkpoint that cannot be.
+			if _, err := records.New(records.ActLearn, records.KindCheckpoint, thread, actor, time.Now(), &cp); err != nil {
+				return fmt.Errorf("session save: %w", err)
+			}
+
+			ctx, cancel := a.storageContext(cmd)
+			defer cancel()
+			c, err := a.open(ctx)
+			if err != nil {
+				return fmt.Errorf("session save: %w", err)
+			}
+			r, err := c.SaveCheckpoint(ctx, thread, actor, cp)
+			if err != nil {
+				return fmt.Errorf("session save: %w", err)
+			}
+			return a.writeReceipt(cmd, r, receiptJSON{
+				Thread: thread, Act: records.ActLearn, Kind: records.KindCheckpoint, Actor: actor,
+			})
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&thread, "thread", "", "thread to save the checkpoint to (required)")
+	f.StringVar(&cp.Summary, "summary", "", "where the work stands (required, at most 8 KiB)")
+	f.StringArrayVar(&learnings, "learnings", nil, "something learned (repeatable, at least one)")
+	f.StringArrayVar(&next, "next-steps", nil, "a next step (repeatable)")
+	f.StringVar(&cp.Name, "name", "", "name of the checkpoint (named checkpoints survive retention)")
+	f.StringVar(&cp.SessionID, "session-id", "", "id of the session that saved it")
+	f.StringVar(&actor, "actor", "", "actor DID (default $SPL_ACTOR)")
+	_ = cmd.MarkFlagRequired("thread")
+	return cmd
+}
+
+func newSessionListCommand(a *app) *cobra.Command {
+	var (
+		thread string
+		limit  int
+	)
+	cmd := &cobra.Command{
+		Use:   "list --thread THREAD [-n N]",
+		Short: "List the checkpoints of a thread, oldest first",
+		Long: `List the newest N checkpoints of a thread (all with -n 0), oldest first:
+clock, time (UTC), actor, short id, name and summary.`,
+		Args: cobra.NoArgs,
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("thread") {
+				return usagef("session list: --thread is required")
+			}
+			if limit < 0 {
+				return usagef("session list: --limit must be 0 (all) or more, got %d", limit)
+			}
+			ctx, cancel := a.storageContext(cmd)
+			defer cancel()
+			c, err := a.open(ctx)
+			if err != nil {
+				return fmt.Errorf("session list: %w", err)
+			}
+			cps, err := c.ListCheckpoints(ctx, thread, limit)
+			if err != nil && !errors.Is(err, sdk.ErrNotFound) {
+				return fmt.Errorf("session list: %w", err)
+			}
+			if a.json {
+				out := make([]checkpointJSON, 0, len(cps))
+				for _, cp := range cps {
+					j, err := newCheckpointJSON(cp)
+					if err != nil {
+						return fmt.Errorf("session list: %w", err)
+					}
+					out = append(out, j)
+				}
+				return writeJSON(cmd.OutOrStdout(), out)
+			}
+			if len(cps) == 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "no checkpoints on thread %q\n", thread)
+				return nil
+			}
+			return writeCheckpointTable(cmd.OutOrStdout(), cps)
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&thread, "thread", "", "thread to list (required)")
+	f.IntVarP(&limit, "limit", "n", DefaultListLimit, "show the newest N checkpoints (0: all)")
+	return cmd
+}
+
+func newSessionShowCommand(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show THREAD",
+		Short: "Show the latest checkpoint of a thread in full",
+		Args:  cobra.ExactArgs(1),
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			thread := args[0]
+			ctx, cancel := a.storageContext(cmd)
+			defer cancel()
+			c, err := a.open(ctx)
+			if err != nil {
+				return fmt.Errorf("session show: %w", err)
+			}
+			cp, err := c.LatestCheckpoint(ctx, thread)
+			if err != nil {
+				return fmt.Errorf("session show: %w", err)
+			}
+			if a.json {
+				j, err := newCheckpointJSON(cp)
+				if err != nil {
+					return fmt.Errorf("session show: %w", err)
+				}
+				return writeJSON(cmd.OutOrStdout(), j)
+			}
+			if err := writeCheckpoint(cmd.OutOrStdout(), cp); err != nil {
+				return fmt.Errorf("session show: %w", err)
+			}
+			return nil
+		}),
+	}
+}
+
+// writeReceipt prints where a record landed: its id and clock, or with
+// --json the receipt object.
+func (a *app) writeReceipt(cmd *cobra.Command, r sdk.Receipt, j receiptJSON) error {
+	j.ID, j.Clock = r.ID.String(), r.Clock
+	if a.json {
+		return writeJSON(cmd.OutOrStdout(), j)
+	}
+	_, err := fmt.Fprintf(cmd.OutOrStdout(), "id:    %s\nclock: %d\n", j.ID, j.Clock)
+	return err
+}

@@ -1,0 +1,82 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBadInput checks that each kind of bad input is refused with exit
+// code 1 and a message naming the field and the rule, and that nothing of
+// it is stored.
+func TestBadInput(t *testing.T) {
+	h := newHome(t)
+	const (
+		thread = "th_bad"       // has records; emits go here
+		fresh  = "th_bad_fresh" // never gets a checkpoint; saves go here
+	)
+	h.mustRun(t, nil, "session", "save", "--thread", thread, "--summary", "s", "--learnings", "l", "--actor", seedActor)
+	h.mustRun(t, nil, "emit", "--thread", thread, "--act", "KNOW", "--kind", "agent.step", "--body", `{"n":1}`, "--actor", seedActor)
+	before := h.mustRun(t, nil, "thread", "tail", thread, "--json").stdout
+	if got, want := len(decode[[]record](t, before)), 2; got != want {
+		t.Fatalf("len(tail)=%v, want %v", got, want)
+	}
+
+	big := filepath.Join(t.TempDir(), "big.json")
+	if err := os.WriteFile(big, []byte(`{"blob":"`+strings.Repeat("x", 2<<20)+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	save := func(args ...string) []string {
+		return append([]string{"session", "save", "--thread", fresh}, args...)
+	}
+	emit := func(args ...string) []string {
+		return append([]string{"emit", "--thread", thread, "--actor", seedActor}, args...)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string // substrings of stderr: the field and the rule
+	}{
+		{"empty summary", save("--summary", "", "--learnings", "l", "--actor", seedActor),
+			[]string{"body.summary", "empty"}},
+		{"no learnings", save("--summary", "s", "--actor", seedActor),
+			[]string{"body.learnings", "at least one"}},
+		{"empty thread", []string{"session", "save", "--thread", "", "--summary", "s", "--learnings", "l", "--actor", seedActor},
+			[]string{"thread", "1-256 bytes"}},
+		{"actor not a DID", save("--summary", "s", "--learnings", "l", "--actor", "agent-dev"),
+			[]string{"actor", "DID", `"agent-dev"`}},
+		{"malformed JSON body", emit("--act", "KNOW", "--kind", "agent.step", "--body", `{"n":`),
+			[]string{"body", "JSON object"}},
+		{"lower-case act", emit("--act", "know", "--kind", "agent.step", "--body", `{}`),
+			[]string{"act", "upper-case", `"know"`}},
+		{"upper-case kind", emit("--act", "KNOW", "--kind", "Agent.Step", "--body", `{}`),
+			[]string{"kind", "lower-case", `"Agent.Step"`}},
+		{"2 MiB body", emit("--act", "KNOW", "--kind", "agent.step", "--body-file", big),
+			[]string{"body", "limit is 1048576"}},
+		{"no actor", save("--summary", "s", "--learnings", "l"),
+			[]string{"actor", "SPL_ACTOR"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := h.run(t, nil, tc.args...)
+			if got, want := r.code, 1; got != want {
+				t.Fatalf("exit=%v, want %v; stderr:\n%s", got, want, r.stderr)
+			}
+			if !strings.HasPrefix(r.stderr, "spl: ") {
+				t.Errorf("stderr=%q, want it to start with \"spl: \"", r.stderr)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("stderr=%q lacks %q", r.stderr, want)
+				}
+			}
+			if after := h.mustRun(t, nil, "thread", "tail", thread, "--json").stdout; after != before {
+				t.Errorf("thread %s changed:\nbefore %s\nafter  %s", thread, before, after)
+			}
+			if r := h.run(t, nil, "session", "show", fresh); r.code != 2 {
+				t.Errorf("session show %s: exit %d, want 2 (no checkpoint stored); stdout:\n%s", fresh, r.code, r.stdout)
+			}
+		})
+	}
+}
