@@ -1,0 +1,215 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spl-dev/spl/records"
+)
+
+// VerifyReport is what Verify found.
+type VerifyReport struct {
+	Checked int             // records whose id, digest and chain link verified
+	Erased  []ErasedRecord  // records erased by an erasure record (explained)
+	Corrupt []VerifyProblem // messages whose id or body digest does not verify
+	Missing []VerifyProblem // chain gaps and deletions that no erasure explains
+	Threads int             // threads walked
+	erased  map[string]*erasedSet
+}
+
+// ErasedRecord is a record that an erasure removed.
+type ErasedRecord struct {
+	ID       records.ID
+	Clock    uint64
+	Thread   string
+	ErasedBy records.ID // the erasure record
+	Reason   string
+}
+
+// VerifyProblem is one corrupt or missing record.
+type VerifyProblem struct {
+	Clock   uint64     // where it is (corrupt), or the record whose prev is missing
+	Subject string     // the message's subject
+	ID      records.ID // the id the message claims, or the missing prev
+	Reason  string
+}
+
+// OK reports whether nothing is corrupt or missing.
+func (r VerifyReport) OK() bool { return len(r.Corrupt) == 0 && len(r.Missing) == 0 }
+
+type erasedSet struct {
+	byID map[records.ID]erasedTarget
+}
+
+type erasedTarget struct {
+	target  records.ErasureTarget
+	erasure records.ID
+	reason  string
+}
+
+// Verify walks thread and checks every record's id, body digest and prev
+// link, bridging erased records through the headers that erasure records
+// keep. A gap in the chain that no erasure explains is reported missing.
+func (l *Log) Verify(ctx context.Context, thread string) (VerifyReport, error) {
+	return l.verify(ctx, ThreadSubject(thread), nil, false)
+}
+
+// VerifyAll walks every thread of the log. Beyond Verify it accounts for
+// every clock: a message gone from the stream that no erasure names is
+// reported missing, wherever it was. progress, when set, is called with
+// the number of messages read so far.
+func (l *Log) VerifyAll(ctx context.Context, progress func(read uint64)) (VerifyReport, error) {
+	return l.verify(ctx, SubjectPrefix+".>", progress, true)
+}
+
+// chainState is the walk's position in one thread.
+type chainState struct {
+	last    records.ID // id of the thread's last record seen
+	started bool
+}
+
+func (l *Log) verify(ctx context.Context, filter string, progress func(uint64), all bool) (VerifyReport, error) {
+	rep := VerifyReport{}
+	// Pass 1: every erasure record under the filter, by thread token.
+	erased := make(map[string]*erasedSet)
+	erasedClocks := make(map[uint64]bool)
+	erasureFilter := strings.TrimSuffix(filter, ">") + records.KindErasure
+	if all {
+		erasureFilter = SubjectPrefix + ".*." + records.KindErasure
+	}
+	err := l.scan(ctx, erasureFilter, 1, 0, 256, func(m stored) bool {
+		e, err := m.decode()
+		if err != nil {
+			return true // reported in pass 2
+		}
+		er, err := records.DecodeErasure(e.Record.Body)
+		if err != nil {
+			return true
+		}
+		tok := ThreadToken(e.Record.Header.Thread)
+		set := erased[tok]
+		if set == nil {
+			set = &erasedSet{byID: make(map[records.ID]erasedTarget)}
+			erased[tok] = set
+		}
+		for _, t := range er.Targets {
+			set.byID[t.ID] = erasedTarget{target: t, erasure: e.ID, reason: er.Reason}
+			if t.Clock != 0 {
+				erasedClocks[t.Clock] = true
+			}
+			rep.Erased = append(rep.Erased, ErasedRecord{ID: t.ID, Clock: t.Clock, Thread: t.Header.Thread, ErasedBy: e.ID, Reason: er.Reason})
+		}
+		return true
+	})
+	if err != nil {
+		return rep, fmt.Errorf("verify: read erasures: %w", err)
+	}
+
+	// Pass 2: every record in clock order, chained per thread.
+	chains := make(map[string]*chainState)
+	var read, next uint64 = 0, 1
+	err = l.scan(ctx, filter, 1, 0, 1024, func(m stored) bool {
+		read++
+		if progress != nil && read%10000 == 0 {
+			progress(read)
+		}
+		if all {
+			for c := next; c < m.clock; c++ {
+				if !erasedClocks[c] {
+					rep.Missing = append(rep.Missing, VerifyProblem{Clock: c, Reason: "message deleted and no erasure names it"})
+				}
+			}
+			next = m.clock + 1
+		}
+		tok := threadTokenOf(m.subject)
+		st := chains[tok]
+		if st == nil {
+			st = &chainState{}
+			chains[tok] = st
+		}
+		e, err := m.decode()
+		if err != nil {
+			var claimed records.ID
+			if id, perr := records.ParseID(m.hdr.Get(HeaderID)); perr == nil {
+				claimed = id
+			}
+			rep.Corrupt = append(rep.Corrupt, VerifyProblem{Clock: m.clock, Subject: m.subject, ID: claimed, Reason: corruptReason(err)})
+			// The chain goes on from the id the message claims, so one
+			// corrupt record is reported once, not also as a gap.
+			if !claimed.IsZero() {
+				st.last, st.started = claimed, true
+			}
+			return true
+		}
+		if prev := e.Record.Header.Prev; prev != st.last {
+			if !bridges(erased[tok], prev, st.last) {
+				what := "previous record " + prev.String() + " is not in the log and no erasure names it"
+				if prev.IsZero() {
+					what = "record claims to be the first of its thread, after " + st.last.String()
+				}
+				rep.Missing = append(rep.Missing, VerifyProblem{Clock: m.clock, Subject: m.subject, ID: prev, Reason: what})
+			}
+		}
+		st.last, st.started = e.ID, true
+		rep.Checked++
+		return true
+	})
+	if err != nil {
+		return rep, fmt.Errorf("verify: %w", err)
+	}
+	if all {
+		last, err := l.LastClock(ctx)
+		if err != nil {
+			return rep, err
+		}
+		for c := next; c <= last; c++ {
+			if !erasedClocks[c] {
+				rep.Missing = append(rep.Missing, VerifyProblem{Clock: c, Reason: "message deleted and no erasure names it"})
+			}
+		}
+	}
+	if progress != nil {
+		progress(read)
+	}
+	rep.Threads = len(chains)
+	return rep, nil
+}
+
+// bridges reports whether the chain from last reaches prev through erased
+// records only: prev was erased, and its header's prev leads back to last.
+func bridges(set *erasedSet, prev, last records.ID) bool {
+	if set == nil {
+		return false
+	}
+	for hops := 0; hops <= len(set.byID); hops++ {
+		t, ok := set.byID[prev]
+		if !ok {
+			return false
+		}
+		prev = t.target.Header.Prev
+		if prev == last {
+			return true
+		}
+	}
+	return false
+}
+
+// threadTokenOf returns the thread token of a record subject.
+func threadTokenOf(subject string) string {
+	rest := strings.TrimPrefix(subject, SubjectPrefix+".")
+	tok, _, _ := strings.Cut(rest, ".")
+	return tok
+}
+
+func corruptReason(err error) string {
+	var ce *CorruptError
+	if errors.As(err, &ce) {
+		if ce.Err != nil {
+			return ce.Reason + ": " + ce.Err.Error()
+		}
+		return ce.Reason
+	}
+	return err.Error()
+}
