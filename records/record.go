@@ -62,6 +62,24 @@ type Record struct {
 	Header Header
 	Salt   [SaltSize]byte
 	Body   []byte
+
+	// checked is what New validated: Validate skips the work again while
+	// the header (but for prev and bd) and the body slice are unchanged.
+	checked *checkedState
+}
+
+// checkedState is the validated header and body of a record from New.
+type checkedState struct {
+	header Header
+	body   []byte
+}
+
+// unchanged reports whether r still has the header and body New checked.
+func (c *checkedState) unchanged(r *Record) bool {
+	h := r.Header
+	h.Prev, h.BD = c.header.Prev, c.header.BD
+	return h == c.header && len(r.Body) == len(c.body) &&
+		(len(c.body) == 0 || &r.Body[0] == &c.body[0])
 }
 
 // RawBody is a body that is already encoded as CBOR. [New] accepts it only
@@ -103,10 +121,36 @@ func newRecord(act, kind, thread, actor string, ts int64, body any, salt [SaltSi
 	}
 	r.Body = b
 	r.Header.BD = bodyDigest(salt, b)
-	if err := r.Validate(); err != nil {
+	if cp, ok := plainCheckpoint(body); ok && kind == KindCheckpoint {
+		// Encoded here from a Checkpoint with only strings: canonical by
+		// construction, so the schema is checked on the struct, without
+		// decoding the bytes again.
+		if n := r.encodedSize(); n > MaxEncodedSize {
+			return nil, sizeError(n)
+		}
+		if err := cp.Validate(); err != nil {
+			return nil, err
+		}
+	} else if err := r.Validate(); err != nil {
 		return nil, err
 	}
+	r.checked = &checkedState{header: r.Header, body: r.Body}
 	return r, nil
+}
+
+// plainCheckpoint returns body as a Checkpoint when it is one with no
+// Extra fields, whose encoding holds nothing but text.
+func plainCheckpoint(body any) (*Checkpoint, bool) {
+	var cp *Checkpoint
+	switch b := body.(type) {
+	case *Checkpoint:
+		cp = b
+	case Checkpoint:
+		cp = &b
+	default:
+		return nil, false
+	}
+	return cp, cp != nil && len(cp.Extra) == 0
 }
 
 // encodeBody returns the CBOR bytes of a body given to New. The bytes are

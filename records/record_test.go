@@ -60,7 +60,7 @@ func TestRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Unmarshal: %v", err)
 			}
-			if !reflect.DeepEqual(got, r) {
+			if got.Header != r.Header || got.Salt != r.Salt || !bytes.Equal(got.Body, r.Body) {
 				t.Fatalf("Unmarshal(Marshal(r))=%+v, want %+v", got, r)
 			}
 			if err := got.Verify(r.ID()); err != nil {
@@ -401,5 +401,30 @@ func TestErasureTargetClock(t *testing.T) {
 	b0, _ := e.MarshalCBOR()
 	if bytes.Contains(b0, []byte("clock")) {
 		t.Fatalf("zero clock encoded")
+	}
+}
+
+// Validate's memo of New's checks does not hide a change made after New.
+func TestValidateSeesChangesAfterNew(t *testing.T) {
+	r, err := New(ActKnow, "agent.step", "th", "did:sync:agent:x", time.UnixMilli(1700000000000), map[string]any{"a": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WithPrev(r.ID()).Validate(); err != nil {
+		t.Fatalf("chained copy: %v", err)
+	}
+	bad := *r
+	bad.Header.Act = "know"
+	if err := bad.Validate(); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("changed act: err=%v, want ErrInvalid", err)
+	}
+	bad = *r
+	bad.Body = []byte{0x01}
+	if err := bad.Validate(); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("changed body: err=%v, want ErrInvalid", err)
+	}
+	cp, err := New(ActLearn, KindCheckpoint, "th", "did:sync:agent:x", time.UnixMilli(1700000000000), &Checkpoint{Summary: "s"})
+	if !errors.Is(err, ErrInvalid) || cp != nil {
+		t.Fatalf("checkpoint without learnings through the fast path: %v", err)
 	}
 }

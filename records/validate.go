@@ -32,6 +32,8 @@ var (
 var requiredAct = map[string]string{
 	KindCheckpoint: ActLearn,
 	KindErasure:    ActForget,
+	KindRetention:  ActKnow,
+	KindPin:        ActKnow,
 }
 
 // Validate checks every rule of the format and returns the first failure as
@@ -42,6 +44,9 @@ var requiredAct = map[string]string{
 //
 // Validate does not check the body digest or the id; see [Record.Verify].
 func (r *Record) Validate() error {
+	if r.checked != nil && r.checked.unchanged(r) {
+		return nil
+	}
 	if err := r.Header.validate(); err != nil {
 		return err
 	}
@@ -135,9 +140,9 @@ func actorRule(actor string) string {
 
 // ValidateBody checks a body's bytes: it must be a canonical CBOR map in the
 // strict profile and, for a well-known kind, match its schema
-// ([Checkpoint.Validate], [Erasure.Validate]). Other kinds need only be a
-// map. Failures are *FieldError values with Field "body" or a path into the
-// body.
+// ([Checkpoint.Validate], [Erasure.Validate], [Retention.Validate],
+// [Pin.Validate]). Other kinds need only be a map. Failures are
+// *FieldError values with Field "body" or a path into the body.
 func ValidateBody(kind string, body []byte) error {
 	switch kind {
 	case KindCheckpoint:
@@ -152,6 +157,18 @@ func ValidateBody(kind string, body []byte) error {
 			return asFieldError(err)
 		}
 		return e.Validate()
+	case KindRetention:
+		r, err := DecodeRetention(body)
+		if err != nil {
+			return asFieldError(err)
+		}
+		return r.Validate()
+	case KindPin:
+		p, err := DecodePin(body)
+		if err != nil {
+			return asFieldError(err)
+		}
+		return p.Validate()
 	}
 	if _, err := decodeBodyMap(body); err != nil {
 		return asFieldError(err)
