@@ -107,6 +107,9 @@ const (
 	landedCap     = 1 << 16 // appends remembered for retries
 	queueCap      = 4096    // appends waiting for the writer
 	maxBatchBytes = 8 << 20 // a batch stops growing past this many body bytes
+	// coalesceWait bounds how long a batch waits for the callers the last
+	// commit answered to append again.
+	coalesceWait = 500 * time.Microsecond
 )
 
 // writer is the one goroutine of a Log that sends appends. It gathers what
@@ -148,35 +151,65 @@ func (w *writer) stop() {
 func (w *writer) run() {
 	defer w.wg.Done()
 	batch := make([]*Pending, 0, w.l.opts.MaxBatch)
+	woke := 0 // callers the last commit answered
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for {
 		batch = batch[:0]
 		select {
 		case p := <-w.in:
 			batch = append(batch, p)
 		case <-w.quit:
-			// Finish what was queued before the close.
+			// Finish what was queued before the close, in batches.
 			for {
-				select {
-				case p := <-w.in:
-					w.commit([]*Pending{p})
-				default:
+				if batch = w.gather(batch[:0], 0, nil); len(batch) == 0 {
 					return
 				}
+				w.commit(batch)
 			}
 		}
-		size := len(batch[0].rec.Body)
-	gather:
-		for len(batch) < w.l.opts.MaxBatch && size < maxBatchBytes {
-			select {
-			case p := <-w.in:
-				batch = append(batch, p)
-				size += len(p.rec.Body) + 512
-			default:
-				break gather
-			}
+		// The callers the last commit answered are likely to append again
+		// at once: give them a moment to join this batch, so that under
+		// load batches grow instead of alternating half full. A lone
+		// caller (woke ≤ 1) is never kept waiting.
+		if woke > 1 {
+			timer.Reset(coalesceWait)
+			batch = w.gather(batch, woke, timer.C)
+			timer.Stop()
+		} else {
+			batch = w.gather(batch, 0, nil)
 		}
+		woke = len(batch)
 		w.commit(batch)
 	}
+}
+
+// gather adds to batch what waits in the queue, up to the batch limits.
+// While the batch holds fewer than want, it also waits for appends still
+// to come, until deadline fires.
+func (w *writer) gather(batch []*Pending, want int, deadline <-chan time.Time) []*Pending {
+	size := 0
+	for _, p := range batch {
+		size += len(p.rec.Body) + 512
+	}
+	for len(batch) < w.l.opts.MaxBatch && size < maxBatchBytes {
+		var p *Pending
+		select {
+		case p = <-w.in:
+		default:
+			if len(batch) >= want || deadline == nil {
+				return batch
+			}
+			select {
+			case p = <-w.in:
+			case <-deadline:
+				return batch
+			}
+		}
+		batch = append(batch, p)
+		size += len(p.rec.Body) + 512
+	}
+	return batch
 }
 
 // commit lands every pending append of batch or fails it.

@@ -62,14 +62,17 @@
 //
 // A header without "prev" is a map of 7 pairs (first byte 0xa7), with it 8
 // (0xa8). No other keys are allowed. Kind agent.session.checkpoint requires
-// act LEARN and kind core.erasure requires act FORGET.
+// act LEARN, kind core.erasure act FORGET, kinds core.retention and
+// core.pin act KNOW.
 //
 // # Body
 //
 // The body is any CBOR map, at most what fits in the envelope size limit.
 // Well-known kinds have schemas: [Checkpoint] for agent.session.checkpoint,
-// [Erasure] for core.erasure. Other kinds are accepted with the structural
-// checks only.
+// [Erasure] for core.erasure, [Retention] for core.retention (a retention
+// policy: {"scope", "keep_last", "max_age_ms"}) and [Pin] for core.pin ({"target",
+// "reason"}). The bodies of core.retention and core.pin may hold no other
+// keys. Other kinds are accepted with the structural checks only.
 //
 // # Body digest
 //
@@ -117,9 +120,11 @@
 // These must never change: the canonical CBOR profile, the header keys and
 // their types, the envelope keys "b", "h", "s", [FormatVersion], [SaltSize],
 // the CID prefix bytes 0x01 0x51 0x1e 0x20 and the multibase 'b', the body
-// digest and id derivations, the body keys of [Checkpoint] and [Erasure],
-// and the kind names [KindCheckpoint] and [KindErasure]. Changing any of
-// them changes every id. A new format is a new "v".
+// digest and id derivations, the body keys of [Checkpoint], [Erasure],
+// [Retention] and [Pin], the scope values [ScopeThread] and [ScopeAll], and
+// the kind names [KindCheckpoint], [KindErasure], [KindRetention] and
+// [KindPin]. Changing any of them changes every id. A new format is a new
+// "v".
 //
 // # Errors
 //
