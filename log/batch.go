@@ -51,8 +51,11 @@ type pubAck struct {
 // Once sent, a batch is no longer the callers' to cancel: the writer waits
 // for the server's answer up to Options.Timeout whatever their contexts say,
 // so that an append is reported landed or not, rarely in doubt.
+//
+// A batch in flight when the connection drops is in doubt at once: its
+// answer cannot come any more, so the writer does not wait out the timeout.
 func (w *writer) send(batch []*Pending) (uint64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), w.l.opts.Timeout)
+	ctx, cancel := w.l.untilLost(context.Background(), w.l.opts.Timeout)
 	defer cancel()
 	nc := w.l.nc
 	if len(batch) == 1 {

@@ -38,7 +38,8 @@ type Options struct {
 	// (the server's default limit of an atomic batch).
 	MaxBatch int
 	// Linger is how long Close keeps the embedded server up for other
-	// processes that joined it; 30s when zero.
+	// processes that joined it; 5s when zero. A joined process that is
+	// still connected after that takes the server over itself.
 	Linger time.Duration
 	// Timeout bounds one request to the server; 10s when zero.
 	Timeout time.Duration
@@ -73,7 +74,7 @@ func (o *Options) withDefaults() error {
 		o.MaxBatch = 1000
 	}
 	if o.Linger == 0 {
-		o.Linger = 30 * time.Second
+		o.Linger = 5 * time.Second
 	}
 	if o.Timeout == 0 {
 		o.Timeout = 10 * time.Second
@@ -109,6 +110,11 @@ type Log struct {
 	closed chan struct{}
 	once   sync.Once
 
+	// lost is closed when the connection drops; a request in flight then
+	// can no longer be answered. It is replaced by a fresh channel.
+	lostMu sync.Mutex
+	lost   chan struct{}
+
 	metaMu sync.Mutex
 	metaKV jetstream.KeyValue // the meta bucket, once bound
 
@@ -125,7 +131,7 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 	if err := opts.withDefaults(); err != nil {
 		return nil, err
 	}
-	l := &Log{opts: opts, closed: make(chan struct{})}
+	l := &Log{opts: opts, closed: make(chan struct{}), lost: make(chan struct{})}
 	var err error
 	if opts.URL != "" {
 		l.nc, err = nats.Connect(opts.URL, append([]nats.Option{nats.Name(opts.Name), nats.MaxReconnects(-1)}, opts.NATSOptions...)...)
@@ -143,6 +149,7 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 			return nil, fmt.Errorf("spl/log: %w", err)
 		}
 	}
+	l.watchConn()
 	l.js, err = jetstream.New(l.nc)
 	if err == nil {
 		err = l.provision(ctx)
@@ -206,6 +213,43 @@ func (l *Log) provision(ctx context.Context) error {
 		return fmt.Errorf("spl/log: update stream %s: %w", want.Name, err)
 	}
 	return nil
+}
+
+// watchConn chains a disconnect handler onto the connection's own, so that
+// requests in flight learn at once that their answer is lost.
+func (l *Log) watchConn() {
+	prev := l.nc.Opts.DisconnectedErrCB
+	l.nc.SetDisconnectErrHandler(func(nc *nats.Conn, err error) {
+		l.lostMu.Lock()
+		close(l.lost)
+		l.lost = make(chan struct{})
+		l.lostMu.Unlock()
+		if prev != nil {
+			prev(nc, err)
+		}
+	})
+}
+
+// connLost returns a channel closed when the connection next drops.
+func (l *Log) connLost() <-chan struct{} {
+	l.lostMu.Lock()
+	defer l.lostMu.Unlock()
+	return l.lost
+}
+
+// untilLost returns a context that ends after timeout, or when the
+// connection drops, whichever comes first.
+func (l *Log) untilLost(parent context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(parent, timeout)
+	lost := l.connLost()
+	go func() {
+		select {
+		case <-lost:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // Conn is the log's NATS connection, for code at the edge (projections,

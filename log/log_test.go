@@ -367,3 +367,56 @@ func TestReopen(t *testing.T) {
 		t.Fatalf("append after reopen: %v, prev %s", err, e2.Record.Header.Prev)
 	}
 }
+
+// Open provisions the stream once, with what the log depends on, and a
+// second Open of the same directory changes nothing.
+func TestProvision(t *testing.T) {
+	dir := t.TempDir()
+	l := openTest(t, dir)
+	ctx := ctxT(t)
+	s, err := l.JetStream().Stream(ctx, l.StreamName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	if !cfg.AllowDirect || !cfg.AllowAtomicPublish || cfg.DenyDelete || cfg.DenyPurge || cfg.Subjects[0] != "spl.rec.>" {
+		t.Fatalf("stream config %+v", cfg)
+	}
+	created := s.CachedInfo().Created
+	l.Close()
+	l2 := openTest(t, dir)
+	s2, err := l2.JetStream().Stream(ctx, l2.StreamName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s2.CachedInfo().Created.Equal(created) {
+		t.Fatalf("stream re-created on second open")
+	}
+}
+
+// A process that joined another's embedded server takes it over when the
+// serving process closes, and goes on appending.
+func TestJoinedProcessTakesOver(t *testing.T) {
+	dir := t.TempDir()
+	owner := openTest(t, dir)
+	joined := openTest(t, dir)
+	if joined.emb.server() != nil {
+		t.Fatalf("second Log on a directory started its own server")
+	}
+	if _, err := joined.Append(ctxT(t), newRec(t, "th_to", "agent.step", map[string]any{"n": 1})); err != nil {
+		t.Fatal(err)
+	}
+	owner.opts.Linger = 10 * time.Millisecond
+	owner.emb.linger = 10 * time.Millisecond
+	owner.Close()
+	e, err := joined.Append(ctxT(t), newRec(t, "th_to", "agent.step", map[string]any{"n": 2}))
+	if err != nil {
+		t.Fatalf("append after the owner left: %v", err)
+	}
+	if joined.emb.server() == nil {
+		t.Fatalf("joined process did not take the server over")
+	}
+	if got := len(chain(t, joined, "th_to")); got != 2 || e.Clock != 2 {
+		t.Fatalf("thread has %d records, last clock %d; want 2, 2", got, e.Clock)
+	}
+}

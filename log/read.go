@@ -91,32 +91,43 @@ func parseStored(msg *nats.Msg) (stored, error) {
 
 // get does a single direct get.
 func (l *Log) get(ctx context.Context, req getRequest) (stored, error) {
-	if l.isClosed() {
-		return stored{}, ErrClosed
-	}
 	body, _ := json.Marshal(req)
-	ctx, cancel := l.withTimeout(ctx)
-	defer cancel()
-	msg, err := l.nc.RequestWithContext(ctx, l.api, body)
-	if err != nil {
-		return stored{}, fmt.Errorf("direct get: %w", err)
-	}
-	return parseStored(msg)
+	return l.request(ctx, l.api, body)
 }
 
 // getLast fetches the last message of a literal subject through the
 // subject-in-API form, which needs no JSON.
 func (l *Log) getLast(ctx context.Context, subject string) (stored, error) {
-	if l.isClosed() {
-		return stored{}, ErrClosed
+	return l.request(ctx, l.api+"."+subject, nil)
+}
+
+// request sends one direct get. A request whose connection dropped before
+// the answer came is sent again (reads are idempotent), a few times, while
+// ctx allows.
+func (l *Log) request(ctx context.Context, subject string, body []byte) (stored, error) {
+	var err error
+	for range 3 {
+		if l.isClosed() {
+			return stored{}, ErrClosed
+		}
+		var msg *nats.Msg
+		dropped := l.connLost()
+		rctx, cancel := l.untilLost(ctx, l.opts.Timeout)
+		msg, err = l.nc.RequestWithContext(rctx, subject, body)
+		cancel()
+		if err == nil {
+			return parseStored(msg)
+		}
+		select {
+		case <-dropped:
+			if ctx.Err() == nil {
+				continue
+			}
+		default:
+		}
+		break
 	}
-	ctx, cancel := l.withTimeout(ctx)
-	defer cancel()
-	msg, err := l.nc.RequestWithContext(ctx, l.api+"."+subject, nil)
-	if err != nil {
-		return stored{}, fmt.Errorf("direct get: %w", err)
-	}
-	return parseStored(msg)
+	return stored{}, fmt.Errorf("direct get: %w", err)
 }
 
 // scan calls fn for each message matching filter from clock from on, in
