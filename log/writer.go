@@ -123,7 +123,7 @@ type writer struct {
 	heads map[string]head // by thread
 
 	mu         sync.Mutex
-	landed     map[[32]byte]Entry // recent appends by body digest, for retries
+	landed     map[[32]byte]landedRec // recent appends by body digest, for retries
 	landedRing [][32]byte
 	landedNext int
 	doubts     map[[32]byte]doubt
@@ -135,7 +135,7 @@ func newWriter(l *Log) *writer {
 		in:     make(chan *Pending, queueCap),
 		quit:   make(chan struct{}),
 		heads:  make(map[string]head),
-		landed: make(map[[32]byte]Entry),
+		landed: make(map[[32]byte]landedRec),
 		doubts: make(map[[32]byte]doubt),
 	}
 	w.wg.Add(1)
@@ -233,11 +233,15 @@ func (w *writer) commit(batch []*Pending) {
 // and now resolved.
 func (w *writer) recall(rec *records.Record) (Entry, bool) {
 	w.mu.Lock()
-	e, ok := w.landed[rec.Header.BD]
+	l, ok := w.landed[rec.Header.BD]
 	d, doubtful := w.doubts[rec.Header.BD]
 	w.mu.Unlock()
 	if ok {
-		return e, true
+		// The same body digest means the same salt and body; the id
+		// proves the header is the same too.
+		if sealed := rec.WithPrev(l.prev); sealed.ID() == l.id {
+			return Entry{Clock: l.clock, ID: l.id, Record: sealed}, true
+		}
 	}
 	if !doubtful {
 		return Entry{}, false
@@ -267,7 +271,14 @@ func (w *writer) remember(e Entry) {
 		w.landedRing[w.landedNext] = bd
 		w.landedNext = (w.landedNext + 1) % landedCap
 	}
-	w.landed[bd] = e
+	w.landed[bd] = landedRec{clock: e.Clock, id: e.ID, prev: e.Record.Header.Prev}
+}
+
+// landedRec is what the writer remembers of a landed append: enough to
+// answer a retry without keeping the record itself alive.
+type landedRec struct {
+	clock    uint64
+	id, prev records.ID
 }
 
 const maxAttempts = 64

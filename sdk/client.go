@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"iter"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -94,6 +95,9 @@ type Record struct {
 type SavedCheckpoint struct {
 	Record
 	Checkpoint *records.Checkpoint
+	// Skipped are the clocks of newer checkpoints that failed verification
+	// and were passed over (LatestCheckpoint), newest first.
+	Skipped []uint64
 }
 
 // Client is a handle on an spl log. It is safe for concurrent use.
@@ -418,8 +422,25 @@ func (c *Client) QueryThread(ctx context.Context, thread string, opts ...QueryOp
 
 // SaveCheckpoint appends a session checkpoint (kind agent.session.checkpoint,
 // act LEARN) to thread, as actor (empty: the client's actor).
+//
+// Then it enforces the thread's retention policy (see SetRetention), if
+// there is one: the checkpoints the policy does not keep are erased, by
+// an erasure record of the same actor with reason "retention". Without a
+// policy this costs two lookups. When the checkpoint is saved but
+// retention fails, SaveCheckpoint returns the receipt and a
+// *RetentionError; the next save or ApplyRetention tries again.
 func (c *Client) SaveCheckpoint(ctx context.Context, thread, actor string, cp records.Checkpoint) (Receipt, error) {
-	return c.Emit(ctx, Event{Act: records.ActLearn, Kind: records.KindCheckpoint, Thread: thread, Actor: actor, Body: &cp})
+	r, err := c.Emit(ctx, Event{Act: records.ActLearn, Kind: records.KindCheckpoint, Thread: thread, Actor: actor, Body: &cp})
+	if err != nil {
+		return r, err
+	}
+	if actor == "" {
+		actor = c.cfg.actor
+	}
+	if _, err := c.enforceRetention(ctx, thread, actor); err != nil {
+		return r, &RetentionError{Thread: thread, Err: err}
+	}
+	return r, nil
 }
 
 func savedCheckpoint(e splog.Entry) (SavedCheckpoint, error) {
@@ -430,16 +451,69 @@ func savedCheckpoint(e splog.Entry) (SavedCheckpoint, error) {
 	return SavedCheckpoint{Record: Record{ID: e.ID, Clock: e.Clock, Record: e.Record}, Checkpoint: cp}, nil
 }
 
-// LatestCheckpoint returns the newest checkpoint of thread, or ErrNotFound.
+// LatestCheckpoint returns the newest checkpoint of thread that verifies,
+// or ErrNotFound. Newer checkpoints that fail verification are passed over
+// and their clocks listed in SavedCheckpoint.Skipped; when none verifies,
+// the error wraps records.ErrCorrupt.
 func (c *Client) LatestCheckpoint(ctx context.Context, thread string) (SavedCheckpoint, error) {
 	e, err := c.log.Latest(ctx, thread, records.KindCheckpoint)
-	if err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return SavedCheckpoint{}, fmt.Errorf("no checkpoint on thread %q: %w", thread, err)
-		}
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return SavedCheckpoint{}, fmt.Errorf("no checkpoint on thread %q: %w", thread, err)
+	case errors.Is(err, records.ErrCorrupt):
+		return c.latestValidCheckpoint(ctx, thread, err)
+	case err != nil:
 		return SavedCheckpoint{}, err
 	}
 	return savedCheckpoint(e)
+}
+
+// latestValidCheckpoint walks back from the newest checkpoint of thread,
+// which failed verification with corrupt, to the newest one that verifies.
+func (c *Client) latestValidCheckpoint(ctx context.Context, thread string, corrupt error) (SavedCheckpoint, error) {
+	for n := 8; ; n *= 4 {
+		es, err := c.log.Tail(ctx, thread, n, splog.Kind(records.KindCheckpoint))
+		var bad []uint64
+		for _, e := range flatten(err) {
+			var ce *splog.CorruptError
+			if !errors.As(e, &ce) {
+				return SavedCheckpoint{}, err
+			}
+			bad = append(bad, ce.Clock)
+		}
+		for i := len(es) - 1; i >= 0; i-- {
+			sc, err := savedCheckpoint(es[i])
+			if err != nil {
+				bad = append(bad, es[i].Clock)
+				continue
+			}
+			for _, b := range bad {
+				if b > sc.Clock {
+					sc.Skipped = append(sc.Skipped, b)
+				}
+			}
+			slices.SortFunc(sc.Skipped, func(a, b uint64) int { return compareClock(b, a) })
+			return sc, nil
+		}
+		if len(es)+len(bad) < n {
+			return SavedCheckpoint{}, fmt.Errorf("no checkpoint on thread %q verifies (%d corrupt): %w", thread, len(bad), corrupt)
+		}
+	}
+}
+
+// flatten returns the errors an errors.Join holds (err itself when it is
+// not one; none for nil).
+func flatten(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := err.(*splog.CorruptError); ok {
+		return []error{err}
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // ListCheckpoints returns the newest limit checkpoints of thread, oldest
