@@ -420,3 +420,33 @@ func TestJoinedProcessTakesOver(t *testing.T) {
 		t.Fatalf("thread has %d records, last clock %d; want 2, 2", got, e.Clock)
 	}
 }
+
+// Garbage published onto a thread's subject behind spl's back does not
+// block the thread: the next append expects the garbage's clock and chains
+// on the last record.
+func TestGarbageDoesNotBlockThread(t *testing.T) {
+	l := openTest(t, "")
+	ctx := ctxT(t)
+	first, err := l.Append(ctx, newRec(t, "th_g", "agent.step", map[string]any{"n": 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.JetStream().Publish(ctx, RecordSubject("th_g", "agent.step"), []byte("not a record")); err != nil {
+		t.Fatal(err)
+	}
+	l.w.heads = map[string]head{} // as a fresh process would
+	next, err := l.Append(ctx, newRec(t, "th_g", "agent.step", map[string]any{"n": 2}))
+	if err != nil {
+		t.Fatalf("append after garbage: %v", err)
+	}
+	if next.Record.Header.Prev != first.ID || next.Clock != first.Clock+2 {
+		t.Fatalf("appended at %d with prev %s; want clock %d, prev %s", next.Clock, next.Record.Header.Prev, first.Clock+2, first.ID)
+	}
+	rep, err := l.Verify(ctx, "th_g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Corrupt) != 1 || len(rep.Missing) != 0 || rep.Checked != 2 {
+		t.Fatalf("verify %+v, want the garbage alone reported", rep)
+	}
+}

@@ -220,7 +220,12 @@ func (w *writer) commit(batch []*Pending) {
 			p.finish(Entry{}, fmt.Errorf("spl/log: append: %w", err))
 			continue
 		}
-		if e, ok := w.recall(p.rec); ok {
+		e, ok, err := w.recall(p.ctx, p.rec)
+		if err != nil {
+			p.finish(Entry{}, fmt.Errorf("spl/log: append: %w", err))
+			continue
+		}
+		if ok {
 			p.finish(e, nil)
 			continue
 		}
@@ -230,8 +235,10 @@ func (w *writer) commit(batch []*Pending) {
 }
 
 // recall finds an earlier append of the same record: landed, or in doubt
-// and now resolved.
-func (w *writer) recall(rec *records.Record) (Entry, bool) {
+// and now resolved. While a doubt cannot be resolved (the server does not
+// answer), it stays, and the retry fails with ErrInDoubt rather than risk
+// a second copy.
+func (w *writer) recall(ctx context.Context, rec *records.Record) (Entry, bool, error) {
 	w.mu.Lock()
 	l, ok := w.landed[rec.Header.BD]
 	d, doubtful := w.doubts[rec.Header.BD]
@@ -240,24 +247,26 @@ func (w *writer) recall(rec *records.Record) (Entry, bool) {
 		// The same body digest means the same salt and body; the id
 		// proves the header is the same too.
 		if sealed := rec.WithPrev(l.prev); sealed.ID() == l.id {
-			return Entry{Clock: l.clock, ID: l.id, Record: sealed}, true
+			return Entry{Clock: l.clock, ID: l.id, Record: sealed}, true, nil
 		}
 	}
 	if !doubtful {
-		return Entry{}, false
+		return Entry{}, false, nil
 	}
-	e, err := w.resolve(context.Background(), rec.Header.Thread, d)
+	rctx, cancel := context.WithTimeout(ctx, w.l.opts.Timeout)
+	defer cancel()
+	e, err := w.resolve(rctx, rec.Header.Thread, d)
 	if err != nil {
-		return Entry{}, false
+		return Entry{}, false, fmt.Errorf("%w: still unresolved: %v", ErrInDoubt, err)
 	}
 	w.mu.Lock()
 	delete(w.doubts, rec.Header.BD)
 	w.mu.Unlock()
 	if e.Clock == 0 {
-		return Entry{}, false // it never landed: append it afresh
+		return Entry{}, false, nil // it never landed: append it afresh
 	}
 	w.remember(e)
-	return e, true
+	return e, true, nil
 }
 
 func (w *writer) remember(e Entry) {
@@ -412,23 +421,17 @@ func (w *writer) check(batch []*Pending, runs map[string]*run) (bool, uint64, er
 // resolve finds whether the record d describes landed: it returns its
 // entry, or a zero Entry when the thread moved on without it.
 func (w *writer) resolve(ctx context.Context, thread string, d doubt) (Entry, error) {
-	var got *stored
-	i := 0
-	err := w.l.scan(ctx, ThreadSubject(thread), d.after+1, 0, d.pos+1, func(m stored) bool {
-		if i == d.pos {
-			got = &m
-			return false
-		}
-		i++
-		return true
-	})
+	m, err := w.l.nthAfter(ctx, thread, d.after, d.pos)
+	if errors.Is(err, ErrNotFound) {
+		return Entry{}, nil
+	}
 	if err != nil {
 		return Entry{}, err
 	}
-	if got == nil || got.hdr.Get(HeaderID) != d.id.String() {
+	if m.hdr.Get(HeaderID) != d.id.String() {
 		return Entry{}, nil
 	}
-	return got.decode()
+	return m.decode()
 }
 
 // run is the records of one thread within a batch.
@@ -478,23 +481,15 @@ func (w *writer) seal(ctx context.Context, batch []*Pending) error {
 }
 
 // head returns the thread's last record as the writer knows it, asking the
-// server when it does not.
+// stream leader when it does not.
 func (w *writer) head(ctx context.Context, thread string) (head, error) {
 	if h, ok := w.heads[thread]; ok {
 		return h, nil
 	}
-	m, err := w.l.get(ctx, getRequest{LastFor: ThreadSubject(thread)})
-	if errors.Is(err, ErrNotFound) {
-		return head{}, nil
-	}
+	h, err := w.l.threadHead(ctx, thread)
 	if err != nil {
 		return head{}, fmt.Errorf("thread head: %w", err)
 	}
-	id, err := records.ParseID(m.hdr.Get(HeaderID))
-	if err != nil {
-		return head{}, &CorruptError{Clock: m.clock, Subject: m.subject, Reason: "bad " + HeaderID + " header", Err: err}
-	}
-	h := head{id: id, clock: m.clock}
 	w.heads[thread] = h
 	return h, nil
 }
