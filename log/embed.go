@@ -4,14 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -44,14 +42,9 @@ type embedded struct {
 	syncAll bool
 
 	mu     sync.Mutex
-	lock   *os.File       // held while this process serves
+	lock   *DirLock       // held while this process serves
 	srv    *server.Server // running server, when this process serves
 	closed bool
-}
-
-type addrInfo struct {
-	URL string `json:"url"`
-	PID int    `json:"pid"`
 }
 
 func newEmbedded(dir string, syncAlways bool, linger time.Duration) (*embedded, error) {
@@ -156,15 +149,12 @@ func (e *embedded) Dial(network, _ string) (net.Conn, error) {
 				return c, nil
 			}
 			lastErr = err
-		} else if b, err := os.ReadFile(filepath.Join(e.dir, addrFile)); err == nil {
-			var info addrInfo
-			if err := json.Unmarshal(b, &info); err == nil && info.URL != "" {
-				c, err := net.DialTimeout(network, info.URL, time.Second)
-				if err == nil {
-					return c, nil
-				}
-				lastErr = err
+		} else if info, err := readAddr(e.dir); err == nil && info.URL != "" {
+			c, err := net.DialTimeout(network, info.URL, time.Second)
+			if err == nil {
+				return c, nil
 			}
+			lastErr = err
 		} else {
 			lastErr = err
 		}
@@ -188,34 +178,26 @@ func (e *embedded) ensureServing() (string, error) {
 	if e.srv != nil {
 		return e.srv.Addr().String(), nil
 	}
-	f, err := os.OpenFile(filepath.Join(e.dir, lockFile), os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := LockDir(e.dir)
+	if errors.Is(err, ErrDirInUse) {
+		return "", nil
+	}
 	if err != nil {
-		return "", fmt.Errorf("open lock: %w", err)
+		return "", err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return "", nil
-		}
-		return "", fmt.Errorf("lock data directory: %w", err)
-	}
-	// We hold the lock: any server.json is stale.
-	_ = os.Remove(filepath.Join(e.dir, addrFile))
 	srv, err := e.start()
 	if err != nil {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
+		lock.Release()
 		return "", err
 	}
 	addr := srv.Addr().String()
-	if err := writeFileAtomic(filepath.Join(e.dir, addrFile), addrInfo{URL: addr, PID: os.Getpid()}); err != nil {
+	if err := lock.Publish(addr); err != nil {
 		srv.Shutdown()
 		srv.WaitForShutdown()
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
+		lock.Release()
 		return "", err
 	}
-	e.lock, e.srv = f, srv
+	e.lock, e.srv = lock, srv
 	return addr, nil
 }
 
@@ -255,29 +237,13 @@ func (e *embedded) close() {
 	if e.srv == nil {
 		return
 	}
-	_ = os.Remove(filepath.Join(e.dir, addrFile))
+	e.lock.Withdraw()
 	deadline := time.Now().Add(e.linger)
 	for e.srv.NumClients() > 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	e.srv.Shutdown()
 	e.srv.WaitForShutdown()
-	_ = syscall.Flock(int(e.lock.Fd()), syscall.LOCK_UN)
-	e.lock.Close()
+	e.lock.Release()
 	e.srv, e.lock = nil, nil
-}
-
-func writeFileAtomic(path string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s: %w", tmp, err)
-	}
-	return nil
 }

@@ -48,6 +48,17 @@ type Options struct {
 	// Now is the clock of records the log writes itself (erasures);
 	// time.Now when nil.
 	Now func() time.Time
+	// Observe, when set, is called by the writer after every group commit
+	// it sent (for metrics). It must return quickly.
+	Observe func(BatchStats)
+}
+
+// BatchStats describes one group commit.
+type BatchStats struct {
+	Records int           // records in the batch
+	Bytes   int           // encoded bytes of those records
+	Commit  time.Duration // from the first message sent to the server's answer (one fsync)
+	Err     error         // nil when the batch landed
 }
 
 // DefaultDir is the data directory of the embedded log: $SPL_HOME, else

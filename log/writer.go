@@ -316,7 +316,15 @@ func (w *writer) land(batch []*Pending, attempt int) {
 		return
 	}
 	runs := threadRuns(batch)
+	sent := time.Now()
 	first, err := w.send(batch)
+	if w.l.opts.Observe != nil {
+		st := BatchStats{Records: len(batch), Commit: time.Since(sent), Err: err}
+		for _, p := range batch {
+			st.Bytes += len(p.data)
+		}
+		w.l.opts.Observe(st)
+	}
 	switch {
 	case err == nil:
 		w.landed1(batch, first)

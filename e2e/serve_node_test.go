@@ -1,0 +1,338 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/records"
+)
+
+// The fault tests of spl serve run the server in child processes, so that
+// they can kill it with SIGKILL: serve/internal/testserver runs serve.Run
+// from flags (the spl serve command wires the same Config).
+
+// buildTestServer builds the test server binary into the test's temporary
+// directory (quick after the first time: the build cache holds the
+// packages).
+func buildTestServer(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "testserver")
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "./serve/internal/testserver")...)
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build testserver: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// lockedBuffer collects a child's stderr.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// node is one spl server process.
+type node struct {
+	t      *testing.T
+	bin    string
+	name   string
+	args   []string
+	cmd    *exec.Cmd
+	ready  chan string // the ready line
+	stderr *lockedBuffer
+	http   string
+}
+
+func newNode(t *testing.T, bin, name string, args ...string) *node {
+	n := &node{t: t, bin: bin, name: name, args: args}
+	t.Cleanup(func() {
+		if n.cmd != nil {
+			n.kill()
+		}
+	})
+	return n
+}
+
+// start starts the process; wait waits for its ready line.
+func (n *node) start() {
+	n.t.Helper()
+	n.cmd = exec.Command(n.bin, n.args...)
+	n.stderr = &lockedBuffer{}
+	n.cmd.Stderr = n.stderr
+	if raceEnabled {
+		n.cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+	}
+	out, err := n.cmd.StdoutPipe()
+	if err != nil {
+		n.t.Fatalf("%s: stdout: %v", n.name, err)
+	}
+	if err := n.cmd.Start(); err != nil {
+		n.t.Fatalf("%s: start: %v", n.name, err)
+	}
+	n.ready = make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if line := sc.Text(); strings.HasPrefix(line, "ready ") {
+				n.ready <- line
+			}
+		}
+	}()
+}
+
+func (n *node) wait(timeout time.Duration) {
+	n.t.Helper()
+	select {
+	case line := <-n.ready:
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "http="); ok {
+				n.http = v
+			}
+		}
+	case <-time.After(timeout):
+		n.t.Fatalf("%s: not ready within %v; stderr:\n%s", n.name, timeout, n.stderr)
+	}
+}
+
+// kill sends SIGKILL and reaps the process.
+func (n *node) kill() {
+	if n.cmd == nil {
+		return
+	}
+	_ = n.cmd.Process.Signal(syscall.SIGKILL)
+	_ = n.cmd.Wait()
+	n.cmd = nil
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (n *node) stop(timeout time.Duration) {
+	n.t.Helper()
+	if n.cmd == nil {
+		return
+	}
+	_ = n.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- n.cmd.Wait() }()
+	select {
+	case err := <-done:
+		n.cmd = nil
+		if err != nil {
+			n.t.Fatalf("%s: exit after SIGTERM: %v; stderr:\n%s", n.name, err, n.stderr)
+		}
+	case <-time.After(timeout):
+		n.kill()
+		n.t.Fatalf("%s: still running %v after SIGTERM", n.name, timeout)
+	}
+}
+
+// appender appends numbered records to its own thread through its own
+// connection, retrying each record (the same *records.Record, so that a
+// retry of an append that landed is recognised) until it is acknowledged,
+// and remembers every acknowledged id.
+type appender struct {
+	thread   string
+	l        *log.Log
+	mu       sync.Mutex
+	acked    map[records.ID]int // id → sequence number n
+	count    int
+	fails    int
+	firstErr error
+}
+
+// retryDuplicates says that log/ may still store a retried record twice
+// after a crash or failover; check then logs duplicates instead of failing.
+// Two causes, both in log/writer.go, found by these tests:
+//   - writer.recall: when resolving an in-doubt record fails (the server is
+//     still down or recovering), the retry is appended afresh, chained after
+//     the first copy if that one had landed; it should fail with ErrInDoubt
+//     and keep the doubt;
+//   - in a cluster, thread heads and in-doubt checks are direct gets, which
+//     a follower that has not applied the newest records may answer; they
+//     should be read from the stream leader.
+//
+// Both copies are chained, so verify passes. Set to false once log/ is
+// fixed: a duplicate then fails the tests. A lost acknowledged record
+// always fails them.
+const retryDuplicates = false
+
+func newAppender(t *testing.T, url, thread string, replicas int) *appender {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := log.Open(ctx, log.Options{URL: url, Replicas: replicas, Timeout: 2 * time.Second, Name: thread})
+	if err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return &appender{thread: thread, l: l, acked: make(map[records.ID]int)}
+}
+
+// run appends until stop is closed or max records are acknowledged.
+func (a *appender) run(stop <-chan struct{}, max int) {
+	for n := 0; n < max; n++ {
+		rec, err := records.New(records.ActDo, "agent.step", a.thread, "did:sync:agent:fault", time.Now(), map[string]any{"n": n})
+		if err != nil {
+			panic(err)
+		}
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			e, err := a.append(rec)
+			if err == nil {
+				a.mu.Lock()
+				a.acked[e.ID] = n
+				a.count++
+				a.mu.Unlock()
+				break
+			}
+			a.mu.Lock()
+			a.fails++
+			if a.firstErr == nil {
+				a.firstErr = err
+			}
+			a.mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// append is log.Append bounded by 3 s, except that when the caller's time
+// is up it still waits (up to 30 s) for the writer to finish with the
+// record before answering: log.Pending.Wait returns on ctx before the
+// writer has settled the append, and a retry while the writer still
+// holds the first attempt can store the record twice. Once the writer is
+// done, the outcome is landed, failed, or ErrInDoubt (the case a retry of
+// the same record is meant to resolve).
+func (a *appender) append(rec *records.Record) (log.Entry, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	p, err := a.l.Submit(ctx, rec)
+	if err != nil {
+		return log.Entry{}, err
+	}
+	e, err := p.Wait(ctx)
+	if err == nil {
+		return e, nil
+	}
+	select {
+	case <-p.Done():
+		return p.Wait(context.Background())
+	case <-time.After(30 * time.Second):
+		return log.Entry{}, fmt.Errorf("writer still holds the append after 30s: %w", err)
+	}
+}
+
+func (a *appender) acks() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.count
+}
+
+// check reads the appender's thread through l: every acknowledged record
+// is there, and no sequence number is there twice (no retry duplicated a
+// record).
+func (a *appender) check(t *testing.T, l *log.Log) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	seen := map[records.ID]bool{}
+	byN := map[int64]int{}
+	for e, err := range l.Read(ctx, a.thread) {
+		if err != nil {
+			t.Fatalf("%s: read: %v", a.thread, err)
+		}
+		seen[e.ID] = true
+		var body struct {
+			N int64 `cbor:"n"`
+		}
+		if err := e.Record.DecodeBody(&body); err != nil {
+			t.Fatalf("%s: body at clock %d: %v", a.thread, e.Clock, err)
+		}
+		byN[body.N]++
+		if byN[body.N] > 1 {
+			a.mu.Lock()
+			n, acked := a.acked[e.ID]
+			a.mu.Unlock()
+			report := t.Errorf
+			if retryDuplicates {
+				report = t.Logf
+			}
+			report("%s: record n=%d stored twice (second at clock %d, id %s, prev %s, acknowledged: %v %d)",
+				a.thread, body.N, e.Clock, e.ID, e.Record.Header.Prev, acked, n)
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for id, n := range a.acked {
+		if !seen[id] {
+			t.Fatalf("%s: acknowledged record n=%d (%s) is missing", a.thread, n, id)
+		}
+	}
+}
+
+// waitFor polls cond every 20ms until it holds or timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func verifyAll(t *testing.T, l *log.Log) log.VerifyReport {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rep, err := l.VerifyAll(ctx, nil)
+	if err != nil {
+		t.Fatalf("VerifyAll: %v", err)
+	}
+	return rep
+}
+
+func natsURL(port int) string { return fmt.Sprintf("nats://127.0.0.1:%d", port) }

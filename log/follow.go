@@ -1,0 +1,75 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Follow yields the records of thread in clock order as they land, from
+// clock from on (from 0: the records appended after the call), until ctx
+// is done or the caller stops: it never ends by itself. Records of every
+// kind come, erasure records too; erased records that are already deleted
+// do not. A message that does not verify is yielded as an error wrapping
+// records.ErrCorrupt (with its clock in the Entry), and following goes
+// on; any other error ends it.
+//
+// To follow on from a read, pass the clock after the last record read, so
+// that nothing appended in between is missed.
+//
+// Follow runs an ordered consumer on the thread's subject: the server
+// pushes each record as it lands, with no polling.
+func (l *Log) Follow(ctx context.Context, thread string, from uint64) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		if l.isClosed() {
+			yield(Entry{}, ErrClosed)
+			return
+		}
+		cfg := jetstream.OrderedConsumerConfig{
+			FilterSubjects: []string{ThreadSubject(thread)},
+			DeliverPolicy:  jetstream.DeliverNewPolicy,
+		}
+		if from > 0 {
+			cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
+		}
+		cons, err := l.js.OrderedConsumer(ctx, l.opts.Stream, cfg)
+		if err != nil {
+			if ctx.Err() == nil {
+				yield(Entry{}, fmt.Errorf("follow %q: %w", thread, err))
+			}
+			return
+		}
+		msgs, err := cons.Messages()
+		if err != nil {
+			yield(Entry{}, fmt.Errorf("follow %q: %w", thread, err))
+			return
+		}
+		defer msgs.Stop()
+		defer context.AfterFunc(ctx, msgs.Stop)()
+		for {
+			m, err := msgs.Next()
+			if err != nil {
+				if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+					return
+				}
+				yield(Entry{}, fmt.Errorf("follow %q: %w", thread, err))
+				return
+			}
+			md, err := m.Metadata()
+			if err != nil {
+				yield(Entry{}, fmt.Errorf("follow %q: %w", thread, err))
+				return
+			}
+			e, err := DecodeMessage(m.Subject(), md.Sequence.Stream, m.Headers(), m.Data())
+			if err != nil {
+				e = Entry{Clock: md.Sequence.Stream}
+			}
+			if !yield(e, err) {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,316 @@
+package serve
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/spl-dev/spl/log"
+)
+
+// Defaults of a Config.
+const (
+	DefaultListen          = "127.0.0.1:4222"
+	DefaultHTTP            = "127.0.0.1:7475"
+	DefaultMaxBody         = 2 << 20 // bytes of one HTTP request body
+	DefaultHeartbeat       = 15 * time.Second
+	DefaultShutdownTimeout = 30 * time.Second
+)
+
+// maxPayload is the largest NATS message the server accepts: a record of
+// records.MaxEncodedSize with its headers fits with room to spare. It is
+// the embedded server's limit too.
+const maxPayload = 8 << 20
+
+// Config configures a Server. Its zero value, with Dir set, serves the
+// data directory on loopback with the defaults above. Fields that map to
+// nats-server options say so; those options are nats-server's own, passed
+// through, not reimplemented.
+type Config struct {
+	// Dir is the data directory: the JetStream store lives in
+	// Dir/jetstream, as with the embedded log. Required.
+	Dir string
+	// Listen is the NATS client listener, host:port (DefaultListen when
+	// empty; port 0 picks a free one).
+	Listen string
+	// HTTP is the HTTP API listener, host:port (DefaultHTTP when empty;
+	// port 0 picks a free one).
+	HTTP string
+	// NoHTTP turns the HTTP API off.
+	NoHTTP bool
+	// AllowRemote must be set to listen (NATS, cluster or HTTP) on an
+	// address that is not loopback.
+	AllowRemote bool
+
+	// ServerName names this node (nats-server server_name). Required in a
+	// cluster, where it must be unique and stable across restarts.
+	ServerName string
+	// ClusterName, when set, makes this node one of a cluster (nats-server
+	// cluster.name).
+	ClusterName string
+	// ClusterListen is the route listener, host:port (cluster.listen).
+	// Required with ClusterName.
+	ClusterListen string
+	// Routes are the route URLs of the other nodes, nats://host:port
+	// (cluster.routes).
+	Routes []string
+	// Replicas of the log's stream when this node creates it: 1 when zero
+	// on a single node, 3 when zero in a cluster.
+	Replicas int
+
+	// NATSConfigFile is a nats-server configuration file applied before
+	// the fields below and above (which override it when set): for
+	// accounts, decentralized auth or any option Config does not name.
+	NATSConfigFile string
+	// Token requires clients to present this token (authorization.token).
+	Token string
+	// User and Password require clients to log in (authorization.user,
+	// authorization.password).
+	User, Password string
+	// NKeys are the public user nkeys allowed to connect
+	// (authorization.users[].nkey).
+	NKeys []string
+	// TLSCert and TLSKey are the listener's certificate and key (tls.cert_file,
+	// tls.key_file); TLSCA verifies client certificates (tls.ca_file);
+	// TLSVerify requires them (tls.verify).
+	TLSCert, TLSKey, TLSCA string
+	TLSVerify              bool
+
+	// Timeout bounds one request of the log to the server (log.Options.Timeout).
+	Timeout time.Duration
+	// MaxBody bounds an HTTP request body (DefaultMaxBody when zero).
+	MaxBody int64
+	// Heartbeat is the interval of SSE comments that keep a tail alive
+	// through proxies (DefaultHeartbeat when zero).
+	Heartbeat time.Duration
+	// ShutdownTimeout bounds Run's graceful shutdown (DefaultShutdownTimeout
+	// when zero).
+	ShutdownTimeout time.Duration
+
+	// Projectors, when set, is called once the log is open and returns the
+	// projectors the server runs until shutdown. The projections runtime
+	// plugs in here (see Projector).
+	Projectors func(*log.Log) ([]Projector, error)
+}
+
+// ConfigError is a Config that breaks a rule: it names the field and the
+// rule.
+type ConfigError struct {
+	Field string
+	Rule  string
+}
+
+// Error implements error.
+func (e *ConfigError) Error() string { return "spl/serve: config: " + e.Field + ": " + e.Rule }
+
+func configErr(field, format string, args ...any) *ConfigError {
+	return &ConfigError{Field: field, Rule: fmt.Sprintf(format, args...)}
+}
+
+// withDefaults returns c with its defaults filled in.
+func (c Config) withDefaults() Config {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.HTTP == "" {
+		c.HTTP = DefaultHTTP
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+		if c.ClusterName != "" {
+			c.Replicas = 3
+		}
+	}
+	if c.MaxBody == 0 {
+		c.MaxBody = DefaultMaxBody
+	}
+	if c.Heartbeat == 0 {
+		c.Heartbeat = DefaultHeartbeat
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	return c
+}
+
+// validate checks c (with defaults applied) and returns the first rule it
+// breaks as a *ConfigError.
+func (c Config) validate() error {
+	if c.Dir == "" {
+		return configErr("Dir", "required")
+	}
+	if err := c.checkAddr("Listen", c.Listen); err != nil {
+		return err
+	}
+	if !c.NoHTTP {
+		if err := c.checkAddr("HTTP", c.HTTP); err != nil {
+			return err
+		}
+	}
+	switch {
+	case c.ClusterName != "" && c.ClusterListen == "":
+		return configErr("ClusterListen", "required with ClusterName")
+	case c.ClusterName == "" && (c.ClusterListen != "" || len(c.Routes) > 0):
+		return configErr("ClusterName", "required with ClusterListen or Routes")
+	case c.ClusterName != "" && c.ServerName == "":
+		return configErr("ServerName", "required in a cluster: JetStream knows its peers by name")
+	case strings.ContainsAny(c.ClusterName, " \t\n.*>"):
+		return configErr("ClusterName", "must not contain spaces, '.', '*' or '>', got %q", c.ClusterName)
+	case c.Replicas < 1 || c.Replicas > 5:
+		return configErr("Replicas", "must be 1 to 5, got %d", c.Replicas)
+	case c.Replicas > 1 && c.ClusterName == "":
+		return configErr("Replicas", "more than 1 needs a cluster (ClusterName), got %d", c.Replicas)
+	case c.Token != "" && (c.User != "" || len(c.NKeys) > 0):
+		return configErr("Token", "cannot be combined with User or NKeys")
+	case (c.User == "") != (c.Password == ""):
+		return configErr("Password", "User and Password go together")
+	case (c.TLSCert == "") != (c.TLSKey == ""):
+		return configErr("TLSKey", "TLSCert and TLSKey go together")
+	case c.TLSVerify && c.TLSCA == "":
+		return configErr("TLSCA", "required with TLSVerify")
+	case c.MaxBody < 1024:
+		return configErr("MaxBody", "must be at least 1024 bytes, got %d", c.MaxBody)
+	case c.Heartbeat < 100*time.Millisecond:
+		return configErr("Heartbeat", "must be at least 100ms, got %v", c.Heartbeat)
+	case c.Timeout < 0:
+		return configErr("Timeout", "must not be negative, got %v", c.Timeout)
+	}
+	if c.ClusterName != "" {
+		if err := c.checkAddr("ClusterListen", c.ClusterListen); err != nil {
+			return err
+		}
+	}
+	for i, r := range c.Routes {
+		u, err := url.Parse(r)
+		if err != nil || (u.Scheme != "nats" && u.Scheme != "nats-route" && u.Scheme != "tls") || u.Host == "" {
+			return configErr(fmt.Sprintf("Routes[%d]", i), "must be a URL nats://host:port, got %q", r)
+		}
+	}
+	for i, k := range c.NKeys {
+		if !strings.HasPrefix(k, "U") || len(k) != 56 {
+			return configErr(fmt.Sprintf("NKeys[%d]", i), "must be a public user nkey (56 characters, starting with U)")
+		}
+	}
+	return nil
+}
+
+// checkAddr checks a host:port listener address, and that it is loopback
+// unless AllowRemote.
+func (c Config) checkAddr(field, addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return configErr(field, "must be host:port, got %q", addr)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return configErr(field, "port must be 0 to 65535, got %q", port)
+	}
+	if !c.AllowRemote && !isLoopback(host) {
+		return configErr(field, "%q is not a loopback address; listening on it needs AllowRemote (--allow-remote)", host)
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// internalUser is the user the server's own in-process connection logs in
+// as when the listener requires user or nkey authentication.
+const internalUser = "spl-serve-internal"
+
+// natsOptions builds the nats-server options of c, and the nats.go options
+// of the server's own in-process connection.
+func (c Config) natsOptions() (*server.Options, []nats.Option, error) {
+	o := &server.Options{}
+	if c.NATSConfigFile != "" {
+		fo, err := server.ProcessConfigFile(c.NATSConfigFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("nats config %s: %w", c.NATSConfigFile, err)
+		}
+		o = fo
+	}
+	host, port, _ := net.SplitHostPort(c.Listen)
+	o.Host, o.Port = host, listenPort(port)
+	if c.ServerName != "" {
+		o.ServerName = c.ServerName
+	}
+	o.JetStream = true
+	o.StoreDir = c.Dir // the server keeps its store in Dir/jetstream
+	o.SyncAlways = true
+	o.NoSigs = true // the caller handles signals and shuts down in order
+	if o.MaxPayload == 0 {
+		o.MaxPayload = maxPayload
+	}
+	o.DisableShortFirstPing = true
+	if c.ClusterName != "" {
+		h, p, _ := net.SplitHostPort(c.ClusterListen)
+		o.Cluster.Name, o.Cluster.Host, o.Cluster.Port = c.ClusterName, h, listenPort(p)
+		if len(c.Routes) > 0 {
+			o.Routes = server.RoutesFromStr(strings.Join(c.Routes, ","))
+		}
+	}
+	var own []nats.Option
+	switch {
+	case c.Token != "":
+		o.Authorization = c.Token
+		own = append(own, nats.Token(c.Token))
+	case c.User != "" || len(c.NKeys) > 0 || len(o.Users) > 0 || len(o.Nkeys) > 0:
+		if c.User != "" {
+			o.Users = append(o.Users, &server.User{Username: c.User, Password: c.Password})
+		}
+		for _, k := range c.NKeys {
+			o.Nkeys = append(o.Nkeys, &server.NkeyUser{Nkey: k})
+		}
+		pw, err := randomSecret()
+		if err != nil {
+			return nil, nil, err
+		}
+		o.Users = append(o.Users, &server.User{Username: internalUser, Password: pw})
+		own = append(own, nats.UserInfo(internalUser, pw))
+	case o.Authorization != "":
+		own = append(own, nats.Token(o.Authorization))
+	case o.Username != "":
+		own = append(own, nats.UserInfo(o.Username, o.Password))
+	}
+	if c.TLSCert != "" {
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{
+			CertFile: c.TLSCert, KeyFile: c.TLSKey, CaFile: c.TLSCA, Verify: c.TLSVerify,
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("tls: %w", err)
+		}
+		o.TLSConfig, o.TLS, o.TLSVerify = tc, true, c.TLSVerify
+		o.TLSTimeout = 2
+	}
+	return o, own, nil
+}
+
+// listenPort maps a port of a Config (0: any free port) to nats-server's
+// convention (-1: any free port; 0: the default port).
+func listenPort(p string) int {
+	n, _ := strconv.Atoi(p)
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
+func randomSecret() (string, error) {
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("random secret: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}

@@ -1,0 +1,478 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/records"
+)
+
+// Limits of the HTTP API.
+const (
+	defaultLimit = 1000  // records of one query page
+	maxLimit     = 10000 // records of one query page, at most
+)
+
+// routes is the HTTP API. docs/http-api.yaml describes it.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/records", s.handleEmit)
+	mux.HandleFunc("GET /v1/threads", s.handleThreads)
+	mux.HandleFunc("GET /v1/threads/{thread}/records", s.handleQuery)
+	mux.HandleFunc("GET /v1/threads/{thread}/checkpoint", s.handleCheckpoint)
+	mux.HandleFunc("GET /v1/threads/{thread}/events", s.handleTail)
+	mux.HandleFunc("GET /healthz", s.handleHealth)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
+	return s.instrument(mux)
+}
+
+// statusWriter remembers the status code a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (SSE flushes).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// instrument counts requests by route pattern and code, and logs them.
+func (s *Server) instrument(next *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		_, route := next.Handler(r)
+		if route == "" {
+			route = "unmatched"
+		}
+		next.ServeHTTP(sw, r)
+		if sw.code == 0 {
+			sw.code = http.StatusOK
+		}
+		d := time.Since(start)
+		s.m.requests.WithLabelValues(route, strconv.Itoa(sw.code)).Inc()
+		if !strings.HasSuffix(route, "/events") {
+			s.m.reqSeconds.WithLabelValues(route).Observe(d.Seconds())
+		}
+		level := slogLevel(sw.code)
+		s.logger.Log(r.Context(), level, "http", "method", r.Method, "path", r.URL.Path,
+			"route", route, "code", sw.code, "duration", d, "remote", r.RemoteAddr)
+	})
+}
+
+// apiError is the JSON body of every error answer.
+type apiError struct {
+	Error string `json:"error"`
+	Field string `json:"field,omitempty"`
+	Rule  string `json:"rule,omitempty"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		code = http.StatusInternalServerError
+		buf.Reset()
+		fmt.Fprintf(&buf, `{"error":%q}`+"\n", "encode response: "+err.Error())
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// fail answers err with the status its class maps to: 400 for invalid
+// input (naming field and rule), 404 not found, 409 conflict, 503 when
+// storage is unavailable, 500 for a stored record that does not verify.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var fe *records.FieldError
+	var ce *ConfigError // a bad query parameter
+	switch {
+	case errors.Is(err, records.ErrCorrupt):
+		// Before the field errors: a stored message that does not verify
+		// may wrap the field error of its damaged part.
+		s.logger.Error("corrupt record", "path", r.URL.Path, "err", err)
+		writeJSON(w, http.StatusInternalServerError, apiError{Error: err.Error()})
+	case errors.As(err, &fe):
+		writeJSON(w, http.StatusBadRequest, apiError{Error: err.Error(), Field: fe.Field, Rule: fe.Rule})
+	case errors.As(err, &ce):
+		writeJSON(w, http.StatusBadRequest, apiError{Error: ce.Field + ": " + ce.Rule, Field: ce.Field, Rule: ce.Rule})
+	case errors.Is(err, records.ErrInvalid):
+		writeJSON(w, http.StatusBadRequest, apiError{Error: err.Error()})
+	case errors.Is(err, log.ErrNotFound):
+		writeJSON(w, http.StatusNotFound, apiError{Error: err.Error()})
+	case errors.Is(err, log.ErrConflict):
+		writeJSON(w, http.StatusConflict, apiError{Error: err.Error()})
+	default:
+		// Timeouts, a closed log, a server without quorum, in-doubt
+		// appends: storage is unavailable for now.
+		s.logger.Warn("storage unavailable", "path", r.URL.Path, "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, apiError{Error: err.Error()})
+	}
+}
+
+// refuse answers a request refused before it reached the log, and counts it.
+func (s *Server) refuse(w http.ResponseWriter, code int, reason string, e apiError) {
+	s.m.refused.WithLabelValues(reason).Inc()
+	writeJSON(w, code, e)
+}
+
+// liveLog returns the log, or answers 503 when there is none to use.
+func (s *Server) liveLog(w http.ResponseWriter) *log.Log {
+	if s.stopping.Load() {
+		s.refuse(w, http.StatusServiceUnavailable, "stopping", apiError{Error: "server is shutting down"})
+		return nil
+	}
+	l := s.l.Load()
+	if l == nil {
+		s.refuse(w, http.StatusServiceUnavailable, "not_ready", apiError{Error: "log not open yet (a cluster waits for its peers)"})
+		return nil
+	}
+	return l
+}
+
+// emitRequest is the body of POST /v1/records.
+type emitRequest struct {
+	Thread string          `json:"thread"`
+	Act    string          `json:"act"`
+	Kind   string          `json:"kind"`
+	Actor  string          `json:"actor"`
+	TS     *int64          `json:"ts"`
+	Body   json.RawMessage `json:"body"`
+}
+
+func (s *Server) handleEmit(w http.ResponseWriter, r *http.Request) {
+	l := s.liveLog(w)
+	if l == nil {
+		return
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			s.refuse(w, http.StatusRequestEntityTooLarge, "too_large",
+				apiError{Error: fmt.Sprintf("request body over %d bytes", mbe.Limit), Field: "body", Rule: fmt.Sprintf("at most %d bytes", mbe.Limit)})
+			return
+		}
+		s.refuse(w, http.StatusBadRequest, "bad_json", apiError{Error: "read request: " + err.Error()})
+		return
+	}
+	var req emitRequest
+	if e, ok := decodeStrict(data, &req); !ok {
+		s.refuse(w, http.StatusBadRequest, "bad_json", e)
+		return
+	}
+	if len(req.Body) == 0 {
+		s.refuse(w, http.StatusBadRequest, "invalid", apiError{Error: "body: required", Field: "body", Rule: "required: a JSON object"})
+		return
+	}
+	body, err := records.BodyFromJSON(req.Body)
+	if err != nil {
+		s.m.refused.WithLabelValues("invalid").Inc()
+		s.fail(w, r, err)
+		return
+	}
+	ts := time.Now()
+	if req.TS != nil {
+		ts = time.UnixMilli(*req.TS)
+	}
+	rec, err := records.New(req.Act, req.Kind, req.Thread, req.Actor, ts, records.RawBody(body))
+	if err != nil {
+		s.m.refused.WithLabelValues("invalid").Inc()
+		s.m.appends.WithLabelValues("invalid").Inc()
+		s.fail(w, r, err)
+		return
+	}
+	start := time.Now()
+	e, err := l.Append(r.Context(), rec)
+	if err != nil {
+		s.m.appends.WithLabelValues(appendResult(err)).Inc()
+		s.fail(w, r, fmt.Errorf("append: %w", err))
+		return
+	}
+	s.m.appendSecs.Observe(time.Since(start).Seconds())
+	s.m.appends.WithLabelValues("ok").Inc()
+	j, err := newRecordJSON(e)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, j)
+}
+
+func appendResult(err error) string {
+	switch {
+	case errors.Is(err, records.ErrInvalid):
+		return "invalid"
+	case errors.Is(err, log.ErrConflict):
+		return "conflict"
+	case errors.Is(err, log.ErrInDoubt), errors.Is(err, log.ErrClosed), errors.Is(err, context.DeadlineExceeded):
+		return "unavailable"
+	}
+	return "error"
+}
+
+// decodeStrict decodes one JSON object into v, refusing unknown fields and
+// trailing data, and says what was wrong.
+func decodeStrict(data []byte, v any) (apiError, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("data after the JSON object")
+	}
+	if err == nil {
+		return apiError{}, true
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return apiError{Error: err.Error(), Field: te.Field, Rule: "must be " + jsonKind(te.Type.Kind().String())}, false
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		name = strings.Trim(name, `"`)
+		return apiError{Error: err.Error(), Field: name, Rule: "unknown field"}, false
+	}
+	return apiError{Error: "request must be one JSON object: " + err.Error(), Rule: "request must be one JSON object"}, false
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "int64", "int", "uint64":
+		return "an integer"
+	case "slice":
+		return "a JSON object"
+	}
+	return "a " + k
+}
+
+// queryResponse is the answer of GET /v1/threads/{thread}/records.
+type queryResponse struct {
+	Thread  string        `json:"thread"`
+	Records []recordJSON  `json:"records"`
+	Corrupt []corruptJSON `json:"corrupt"`
+	Next    *uint64       `json:"next"` // clock to continue from, null at the end
+}
+
+func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
+	l := s.liveLog(w)
+	if l == nil {
+		return
+	}
+	thread := r.PathValue("thread")
+	q := r.URL.Query()
+	from, err1 := uintParam(q, "from", 0, 1<<63)
+	last, err2 := uintParam(q, "last", 0, maxLimit)
+	limit, err3 := uintParam(q, "limit", defaultLimit, maxLimit)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		s.m.refused.WithLabelValues("bad_param").Inc()
+		s.fail(w, r, err)
+		return
+	}
+	var opts []log.ReadOption
+	if from > 0 {
+		opts = append(opts, log.From(from))
+	}
+	if k := q.Get("kind"); k != "" {
+		opts = append(opts, log.Kind(k))
+	}
+	if a := q.Get("act"); a != "" {
+		opts = append(opts, log.Act(a))
+	}
+	resp := queryResponse{Thread: thread, Records: []recordJSON{}, Corrupt: []corruptJSON{}}
+	add := func(e log.Entry, err error) error {
+		if err != nil {
+			var ce *log.CorruptError
+			if errors.As(err, &ce) {
+				s.m.corrupt.WithLabelValues("query").Inc()
+				resp.Corrupt = append(resp.Corrupt, corruptJSON{Clock: ce.Clock, Subject: ce.Subject, Reason: ce.Reason})
+				return nil
+			}
+			return err
+		}
+		j, err := newRecordJSON(e)
+		if err != nil {
+			return err
+		}
+		resp.Records = append(resp.Records, j)
+		return nil
+	}
+	if last > 0 {
+		es, err := l.Tail(r.Context(), thread, int(last), opts...)
+		for _, e := range es {
+			if err := add(e, nil); err != nil {
+				s.fail(w, r, err)
+				return
+			}
+		}
+		if err != nil {
+			if err := add(log.Entry{}, err); err != nil {
+				s.fail(w, r, err)
+				return
+			}
+		}
+		writeJSON(w, http.StatusOK, resp)
+		return
+	}
+	n := 0
+	for e, err := range l.Read(r.Context(), thread, opts...) {
+		if err == nil && n == int(limit) {
+			next := e.Clock
+			resp.Next = &next
+			break
+		}
+		if err := add(e, err); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if err == nil {
+			n++
+		}
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// uintParam parses an optional query parameter, def when absent.
+func uintParam(q map[string][]string, name string, def, max uint64) (uint64, error) {
+	v, ok := q[name]
+	if !ok || len(v) == 0 || v[0] == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseUint(v[0], 10, 64)
+	if err != nil || n > max {
+		return 0, &ConfigError{Field: name, Rule: fmt.Sprintf("must be an integer from 0 to %d, got %q", max, v[0])}
+	}
+	return n, nil
+}
+
+func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
+	l := s.liveLog(w)
+	if l == nil {
+		return
+	}
+	thread := r.PathValue("thread")
+	e, err := l.Latest(r.Context(), thread, records.KindCheckpoint)
+	if err != nil {
+		if errors.Is(err, records.ErrCorrupt) {
+			s.m.corrupt.WithLabelValues("checkpoint").Inc()
+		}
+		if errors.Is(err, log.ErrNotFound) {
+			err = fmt.Errorf("no checkpoint on thread %q: %w", thread, err)
+		}
+		s.fail(w, r, err)
+		return
+	}
+	j, err := newCheckpointJSON(e)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, j)
+}
+
+// threadJSON is one thread of GET /v1/threads.
+type threadJSON struct {
+	Thread  string `json:"thread"`
+	Records uint64 `json:"records"`
+}
+
+// handleThreads lists the threads of the log from the stream's subject
+// index (one count per subject). The thread-index projection will answer
+// this without asking the stream once it runs in the server.
+func (s *Server) handleThreads(w http.ResponseWriter, r *http.Request) {
+	l := s.liveLog(w)
+	if l == nil {
+		return
+	}
+	limit, err := uintParam(r.URL.Query(), "limit", defaultLimit, maxLimit)
+	if err != nil {
+		s.m.refused.WithLabelValues("bad_param").Inc()
+		s.fail(w, r, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	st, err := l.JetStream().Stream(ctx, l.StreamName())
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("stream: %w", err))
+		return
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(log.SubjectPrefix+".>"))
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("stream info: %w", err))
+		return
+	}
+	counts := make(map[string]uint64)
+	for subj, n := range info.State.Subjects {
+		parts := strings.SplitN(subj, ".", 4)
+		if len(parts) < 4 {
+			continue // not a record subject (garbage); verify reports it
+		}
+		if t, ok := log.ThreadFromToken(parts[2]); ok {
+			counts[t] += n
+		}
+	}
+	out := make([]threadJSON, 0, len(counts))
+	for t, n := range counts {
+		out = append(out, threadJSON{Thread: t, Records: n})
+	}
+	slices.SortFunc(out, func(a, b threadJSON) int { return strings.Compare(a.Thread, b.Thread) })
+	total := len(out)
+	if len(out) > int(limit) {
+		out = out[:limit]
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"threads": out, "total": total})
+}
+
+// healthJSON is the answer of GET /healthz.
+type healthJSON struct {
+	Status    string `json:"status"` // ok, starting, stopping, unavailable
+	Stream    string `json:"stream,omitempty"`
+	LastClock uint64 `json:"last_clock"`
+	Error     string `json:"error,omitempty"`
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	switch l := s.l.Load(); {
+	case s.stopping.Load():
+		writeJSON(w, http.StatusServiceUnavailable, healthJSON{Status: "stopping"})
+	case l == nil:
+		writeJSON(w, http.StatusServiceUnavailable, healthJSON{Status: "starting"})
+	default:
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		st, err := streamState(ctx, l.JetStream(), l.StreamName())
+		if err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, healthJSON{Status: "unavailable", Stream: l.StreamName(), Error: err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, healthJSON{Status: "ok", Stream: l.StreamName(), LastClock: st.LastSeq})
+	}
+}

@@ -1,0 +1,635 @@
+package serve
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/records"
+	"github.com/spl-dev/spl/sdk"
+)
+
+const actor = "did:sync:agent:test"
+
+// start runs a server on loopback with free ports in a fresh directory,
+// and shuts it down when the test ends.
+func start(t testing.TB, cfg Config) *Server {
+	t.Helper()
+	if cfg.Dir == "" {
+		cfg.Dir = t.TempDir()
+	}
+	cfg.Listen, cfg.HTTP = "127.0.0.1:0", "127.0.0.1:0"
+	s, err := New(cfg, nil)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	select {
+	case <-s.Ready():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("log not ready within 30s")
+	}
+	return s
+}
+
+// call does one HTTP request and decodes the JSON answer into out (when
+// not nil); it returns the status code.
+func call(t testing.TB, method, u, body string, out any) int {
+	t.Helper()
+	req, err := http.NewRequest(method, u, strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("request: %v", err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, u, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read: %v", method, u, err)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			t.Fatalf("%s %s: decode %q: %v", method, u, data, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+func base(s *Server) string { return "http://" + s.HTTPAddr() }
+
+func emitBody(thread, act, kind, body string) string {
+	return fmt.Sprintf(`{"thread":%q,"act":%q,"kind":%q,"actor":%q,"body":%s}`, thread, act, kind, actor, body)
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name  string
+		cfg   Config
+		field string
+	}{
+		{"no dir", Config{}, "Dir"},
+		{"remote listen", Config{Dir: "d", Listen: "0.0.0.0:4222"}, "Listen"},
+		{"remote http", Config{Dir: "d", HTTP: "10.0.0.1:80"}, "HTTP"},
+		{"bad listen", Config{Dir: "d", Listen: "4222"}, "Listen"},
+		{"cluster without listen", Config{Dir: "d", ClusterName: "c", ServerName: "n"}, "ClusterListen"},
+		{"cluster without name", Config{Dir: "d", ClusterName: "c", ClusterListen: "127.0.0.1:6222"}, "ServerName"},
+		{"routes without cluster", Config{Dir: "d", Routes: []string{"nats://127.0.0.1:6222"}}, "ClusterName"},
+		{"bad route", Config{Dir: "d", ClusterName: "c", ServerName: "n", ClusterListen: "127.0.0.1:6222", Routes: []string{"127.0.0.1:6223"}}, "Routes[0]"},
+		{"replicas alone", Config{Dir: "d", Replicas: 3}, "Replicas"},
+		{"replicas too many", Config{Dir: "d", Replicas: 7}, "Replicas"},
+		{"token and user", Config{Dir: "d", Token: "t", User: "u", Password: "p"}, "Token"},
+		{"user without password", Config{Dir: "d", User: "u"}, "Password"},
+		{"cert without key", Config{Dir: "d", TLSCert: "c.pem"}, "TLSKey"},
+		{"bad nkey", Config{Dir: "d", NKeys: []string{"abc"}}, "NKeys[0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(tt.cfg, nil)
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("New: err=%v, want a *ConfigError", err)
+			}
+			if got, want := ce.Field, tt.field; got != want {
+				t.Fatalf("Field=%q, want %q (%v)", got, want, err)
+			}
+		})
+	}
+	if _, err := New(Config{Dir: "d", Listen: "0.0.0.0:4222", HTTP: "0.0.0.0:7475", AllowRemote: true}, nil); err != nil {
+		t.Fatalf("New with AllowRemote: %v", err)
+	}
+	cfg := Config{Dir: "d", ClusterName: "c", ServerName: "n", ClusterListen: "127.0.0.1:6222"}.withDefaults()
+	if got, want := cfg.Replicas, 3; got != want {
+		t.Fatalf("Replicas in a cluster=%d, want %d", got, want)
+	}
+}
+
+func TestAPI(t *testing.T) {
+	s := start(t, Config{})
+	b := base(s)
+	const thread = "research/vector-db" // a '/' travels as %2F
+	tp := url.PathEscape(thread)
+
+	var got []recordJSON
+	for i := range 5 {
+		var r recordJSON
+		if code := call(t, "POST", b+"/v1/records", emitBody(thread, "DO", "agent.step", fmt.Sprintf(`{"step":%d}`, i)), &r); code != http.StatusCreated {
+			t.Fatalf("emit %d: code=%d, want 201", i, code)
+		}
+		got = append(got, r)
+	}
+	if got, want := got[1].Prev, got[0].ID; got == nil || *got != want {
+		t.Fatalf("second record's prev=%v, want %s", got, want)
+	}
+	var cp checkpointJSON
+	if code := call(t, "POST", b+"/v1/records", emitBody(thread, "LEARN", records.KindCheckpoint,
+		`{"summary":"scanned","learnings":["grep is enough"],"next_steps":["refactor"]}`), &cp); code != http.StatusCreated {
+		t.Fatalf("emit checkpoint: code=%d, want 201", code)
+	}
+	call(t, "POST", b+"/v1/records", emitBody("other", "KNOW", "agent.fact", `{}`), nil)
+
+	t.Run("query", func(t *testing.T) {
+		var q queryResponse
+		if code := call(t, "GET", b+"/v1/threads/"+tp+"/records", "", &q); code != http.StatusOK {
+			t.Fatalf("code=%d, want 200", code)
+		}
+		if got, want := len(q.Records), 6; got != want {
+			t.Fatalf("records=%d, want %d", got, want)
+		}
+		if got, want := q.Records[0].ID, got[0].ID; got != want {
+			t.Fatalf("first id=%s, want %s", got, want)
+		}
+		if got, want := string(q.Records[2].Body), `{"step":2}`; got != want {
+			t.Fatalf("body=%s, want %s", got, want)
+		}
+		if q.Next != nil {
+			t.Fatalf("next=%d, want null", *q.Next)
+		}
+	})
+	t.Run("page", func(t *testing.T) {
+		var q queryResponse
+		call(t, "GET", b+"/v1/threads/"+tp+"/records?limit=2&kind=agent.step", "", &q)
+		if got, want := len(q.Records), 2; got != want {
+			t.Fatalf("records=%d, want %d", got, want)
+		}
+		if q.Next == nil {
+			t.Fatalf("next=null, want the third record's clock")
+		}
+		var q2 queryResponse
+		call(t, "GET", fmt.Sprintf("%s/v1/threads/%s/records?limit=10&kind=agent.step&from=%d", b, tp, *q.Next), "", &q2)
+		if got, want := len(q2.Records), 3; got != want {
+			t.Fatalf("second page records=%d, want %d", got, want)
+		}
+	})
+	t.Run("last", func(t *testing.T) {
+		var q queryResponse
+		call(t, "GET", b+"/v1/threads/"+tp+"/records?last=2", "", &q)
+		if got, want := len(q.Records), 2; got != want {
+			t.Fatalf("records=%d, want %d", got, want)
+		}
+		if got, want := q.Records[1].ID, cp.ID; got != want {
+			t.Fatalf("last id=%s, want %s", got, want)
+		}
+	})
+	t.Run("checkpoint", func(t *testing.T) {
+		var c checkpointJSON
+		if code := call(t, "GET", b+"/v1/threads/"+tp+"/checkpoint", "", &c); code != http.StatusOK {
+			t.Fatalf("code=%d, want 200", code)
+		}
+		if got, want := c.Summary, "scanned"; got != want {
+			t.Fatalf("summary=%q, want %q", got, want)
+		}
+		if got, want := c.ID, cp.ID; got != want {
+			t.Fatalf("id=%s, want %s", got, want)
+		}
+		var e apiError
+		if code := call(t, "GET", b+"/v1/threads/other/checkpoint", "", &e); code != http.StatusNotFound {
+			t.Fatalf("no checkpoint: code=%d, want 404 (%s)", code, e.Error)
+		}
+	})
+	t.Run("threads", func(t *testing.T) {
+		var l struct {
+			Threads []threadJSON `json:"threads"`
+			Total   int          `json:"total"`
+		}
+		call(t, "GET", b+"/v1/threads", "", &l)
+		if got, want := fmt.Sprint(l.Threads), "[{other 1} {research/vector-db 6}]"; got != want {
+			t.Fatalf("threads=%s, want %s", got, want)
+		}
+	})
+	t.Run("healthz", func(t *testing.T) {
+		var h healthJSON
+		if code := call(t, "GET", b+"/healthz", "", &h); code != http.StatusOK {
+			t.Fatalf("code=%d, want 200", code)
+		}
+		if got, want := h.LastClock, uint64(7); got != want {
+			t.Fatalf("last_clock=%d, want %d", got, want)
+		}
+	})
+}
+
+func TestRefused(t *testing.T) {
+	s := start(t, Config{MaxBody: 64 << 10})
+	b := base(s)
+	tests := []struct {
+		name, method, path, body string
+		code                     int
+		field, rule              string
+	}{
+		{"not json", "POST", "/v1/records", `{"thread":`, 400, "", "request must be one JSON object"},
+		{"two objects", "POST", "/v1/records", `{} {}`, 400, "", "request must be one JSON object"},
+		{"unknown field", "POST", "/v1/records", `{"thread":"t","colour":1}`, 400, "colour", "unknown field"},
+		{"wrong type", "POST", "/v1/records", `{"thread":7}`, 400, "thread", "must be a string"},
+		{"no body", "POST", "/v1/records", `{"thread":"t","act":"DO","kind":"k","actor":"` + actor + `"}`, 400, "body", "required: a JSON object"},
+		{"body not object", "POST", "/v1/records", emitBody("t", "DO", "k", `[1]`), 400, "body", "must be a JSON object: got an array"},
+		{"bad act", "POST", "/v1/records", emitBody("t", "do", "k", `{}`), 400, "act", ""},
+		{"bad kind", "POST", "/v1/records", emitBody("t", "DO", "K!", `{}`), 400, "kind", ""},
+		{"no thread", "POST", "/v1/records", emitBody("", "DO", "k", `{}`), 400, "thread", ""},
+		{"bad checkpoint", "POST", "/v1/records", emitBody("t", "LEARN", records.KindCheckpoint, `{"summary":""}`), 400, "body.summary", ""},
+		{"too large", "POST", "/v1/records", emitBody("t", "DO", "k", `{"x":"`+strings.Repeat("a", 70<<10)+`"}`), 413, "body", ""},
+		{"bad last", "GET", "/v1/threads/t/records?last=x", "", 400, "last", ""},
+		{"bad limit", "GET", "/v1/threads/t/records?limit=100000", "", 400, "limit", ""},
+		{"bad from", "GET", "/v1/threads/t/events?from=-1", "", 400, "from", ""},
+		{"unknown route", "GET", "/v1/nothing", "", 404, "", ""},
+		{"wrong method", "DELETE", "/v1/records", "", 405, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var e apiError
+			var out any = &e
+			if tt.code == 404 || tt.code == 405 {
+				out = nil // the mux's own plain-text answers
+			}
+			if got, want := call(t, tt.method, b+tt.path, tt.body, out), tt.code; got != want {
+				t.Fatalf("code=%d, want %d (%+v)", got, want, e)
+			}
+			if got, want := e.Field, tt.field; got != want {
+				t.Fatalf("field=%q, want %q (%+v)", got, want, e)
+			}
+			if tt.rule != "" && e.Rule != tt.rule {
+				t.Fatalf("rule=%q, want %q", e.Rule, tt.rule)
+			}
+			if out != nil && (e.Error == "" || (tt.field != "" && e.Rule == "")) {
+				t.Fatalf("error answer %+v lacks error or rule", e)
+			}
+		})
+	}
+	// Nothing refused reached the log.
+	var h healthJSON
+	call(t, "GET", b+"/healthz", "", &h)
+	if got, want := h.LastClock, uint64(0); got != want {
+		t.Fatalf("last_clock=%d, want %d", got, want)
+	}
+}
+
+// sseEvent is one Server-Sent Event.
+type sseEvent struct{ id, event, data string }
+
+// readEvents parses events (comments skipped, unless comments is set) from
+// r onto a channel.
+func readEvents(r io.Reader, comments bool) <-chan sseEvent {
+	ch := make(chan sseEvent, 16)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(r)
+		var ev sseEvent
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if ev != (sseEvent{}) {
+					ch <- ev
+				}
+				ev = sseEvent{}
+			case strings.HasPrefix(line, ":"):
+				if comments {
+					ev.event = "comment" + line
+				}
+			case strings.HasPrefix(line, "id: "):
+				ev.id = line[4:]
+			case strings.HasPrefix(line, "event: "):
+				ev.event = line[7:]
+			case strings.HasPrefix(line, "data: "):
+				ev.data = line[6:]
+			}
+		}
+	}()
+	return ch
+}
+
+func next(t *testing.T, ch <-chan sseEvent, skipComments bool) sseEvent {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				t.Fatalf("tail ended")
+			}
+			if skipComments && strings.HasPrefix(ev.event, "comment") {
+				continue
+			}
+			return ev
+		case <-timeout:
+			t.Fatalf("no event within 10s")
+		}
+	}
+}
+
+func TestTail(t *testing.T) {
+	s := start(t, Config{Heartbeat: 200 * time.Millisecond})
+	b := base(s)
+	call(t, "POST", b+"/v1/records", emitBody("th", "DO", "agent.step", `{"step":0}`), nil)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", b+"/v1/threads/th/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("tail: %v", err)
+	}
+	defer resp.Body.Close()
+	if got, want := resp.Header.Get("Content-Type"), "text/event-stream"; got != want {
+		t.Fatalf("Content-Type=%q, want %q", got, want)
+	}
+	events := readEvents(resp.Body, true)
+
+	// Appended after the answer started: delivered; the record before is not.
+	var r recordJSON
+	call(t, "POST", b+"/v1/records", emitBody("th", "DO", "agent.step", `{"step":1}`), &r)
+	call(t, "POST", b+"/v1/records", emitBody("elsewhere", "DO", "agent.step", `{}`), nil)
+	ev := next(t, events, true)
+	if got, want := ev.event, "record"; got != want {
+		t.Fatalf("event=%q, want %q", got, want)
+	}
+	if got, want := ev.id, fmt.Sprint(r.Clock); got != want {
+		t.Fatalf("id=%s, want %s", got, want)
+	}
+	var got recordJSON
+	if err := json.Unmarshal([]byte(ev.data), &got); err != nil {
+		t.Fatalf("data: %v", err)
+	}
+	if got.ID != r.ID {
+		t.Fatalf("record id=%s, want %s", got.ID, r.ID)
+	}
+	if ev := next(t, events, false); ev.event != "comment: heartbeat" {
+		t.Fatalf("after the record: %+v, want a heartbeat", ev)
+	}
+
+	// A reconnecting client resumes after its Last-Event-ID.
+	req2, _ := http.NewRequestWithContext(ctx, "GET", b+"/v1/threads/th/events", nil)
+	req2.Header.Set("Last-Event-ID", "0")
+	resp2, err := http.DefaultClient.Do(req2)
+	if err != nil {
+		t.Fatalf("tail: %v", err)
+	}
+	defer resp2.Body.Close()
+	events2 := readEvents(resp2.Body, false)
+	for step := range 2 {
+		var rj recordJSON
+		ev := next(t, events2, true)
+		_ = json.Unmarshal([]byte(ev.data), &rj)
+		if got, want := string(rj.Body), fmt.Sprintf(`{"step":%d}`, step); got != want {
+			t.Fatalf("resumed event %d body=%s, want %s", step, got, want)
+		}
+	}
+
+	// Client disconnects end their tails.
+	cancel()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.m.tails != nil && gaugeValue(t, s, "spl_sse_tails") != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("spl_sse_tails still %v after the clients left", gaugeValue(t, s, "spl_sse_tails"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// gaugeValue reads one unlabelled metric from the server's registry.
+func gaugeValue(t *testing.T, s *Server, name string) float64 {
+	t.Helper()
+	mfs, err := s.reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			m := mf.GetMetric()[0]
+			if m.Gauge != nil {
+				return m.Gauge.GetValue()
+			}
+			return m.Counter.GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+func TestMetrics(t *testing.T) {
+	s := start(t, Config{})
+	b := base(s)
+	for i := range 3 {
+		call(t, "POST", b+"/v1/records", emitBody("m", "DO", "agent.step", fmt.Sprintf(`{"i":%d}`, i)), nil)
+	}
+	call(t, "POST", b+"/v1/records", `nope`, nil)
+	resp, err := http.Get(b + "/metrics")
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	text := string(data)
+	for _, want := range []string{
+		`spl_appends_total{result="ok"} 3`,
+		`spl_http_refused_total{reason="bad_json"} 1`,
+		`spl_http_requests_total{code="201",route="POST /v1/records"} 3`,
+		`spl_append_duration_seconds_count 3`,
+		`spl_log_last_clock 3`,
+		`spl_log_records 3`,
+		`spl_log_ready 1`,
+		`spl_log_batch_records_count 3`, // three lone appends: three commits
+		`spl_log_batch_commit_seconds_count 3`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+// TestShutdownKeepsAcknowledged shuts down while writers append over HTTP:
+// every record acknowledged (201) is in the log afterwards, and the log
+// verifies.
+func TestShutdownKeepsAcknowledged(t *testing.T) {
+	dir := t.TempDir()
+	s := start(t, Config{Dir: dir})
+	b := base(s)
+	var mu sync.Mutex
+	acked := map[string]bool{}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; i < 2000; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				resp, err := http.Post(b+"/v1/records", "application/json",
+					strings.NewReader(emitBody(fmt.Sprintf("w%d", w), "DO", "agent.step", fmt.Sprintf(`{"i":%d}`, i))))
+				if err != nil {
+					return // the listener is closed
+				}
+				var r recordJSON
+				_ = json.NewDecoder(resp.Body).Decode(&r)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusCreated {
+					mu.Lock()
+					acked[r.ID] = true
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	time.Sleep(300 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	close(stop)
+	wg.Wait()
+	if len(acked) == 0 {
+		t.Fatalf("no append acknowledged before shutdown")
+	}
+
+	l, err := log.Open(context.Background(), log.Options{Dir: dir, Linger: time.Millisecond})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer l.Close()
+	found := 0
+	for w := range 4 {
+		for e, err := range l.Read(context.Background(), fmt.Sprintf("w%d", w)) {
+			if err != nil {
+				t.Fatalf("read: %v", err)
+			}
+			if acked[e.ID.String()] {
+				found++
+			}
+		}
+	}
+	if got, want := found, len(acked); got != want {
+		t.Fatalf("acknowledged records found=%d, want %d", got, want)
+	}
+	rep, err := l.VerifyAll(context.Background(), nil)
+	if err != nil || !rep.OK() {
+		t.Fatalf("VerifyAll: ok=%v err=%v %+v", rep.OK(), err, rep)
+	}
+}
+
+// TestClients reaches the server over NATS: the SDK with Connect, a raw
+// client with the token, and an embedded log of the same directory, which
+// joins the server instead of starting its own.
+func TestClients(t *testing.T) {
+	dir := t.TempDir()
+	s := start(t, Config{Dir: dir})
+	ctx := context.Background()
+
+	c, err := sdk.Connect(ctx, s.NATSURL(), sdk.WithActor(actor))
+	if err != nil {
+		t.Fatalf("sdk.Connect: %v", err)
+	}
+	r, err := c.Emit(ctx, sdk.Event{Act: records.ActDo, Kind: "agent.step", Thread: "sdk", Body: map[string]any{"n": 1}})
+	if err != nil {
+		t.Fatalf("Emit: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	l, err := log.Open(ctx, log.Options{Dir: dir, Linger: time.Millisecond})
+	if err != nil {
+		t.Fatalf("embedded open on the served directory: %v", err)
+	}
+	e, err := l.Head(ctx, "sdk")
+	if err != nil {
+		t.Fatalf("Head: %v", err)
+	}
+	if got, want := e.ID, r.ID; got != want {
+		t.Fatalf("head=%s, want %s", got, want)
+	}
+	l.Close()
+
+	var q queryResponse
+	call(t, "GET", base(s)+"/v1/threads/sdk/records", "", &q)
+	if got, want := len(q.Records), 1; got != want {
+		t.Fatalf("records over HTTP=%d, want %d", got, want)
+	}
+
+	// A second server on the same directory is refused, naming the holder.
+	_, err = func() (*Server, error) {
+		s2, err := New(Config{Dir: dir, Listen: "127.0.0.1:0", NoHTTP: true}, nil)
+		if err != nil {
+			return nil, err
+		}
+		return s2, s2.Start(ctx)
+	}()
+	if err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("second server: err=%v, want the directory in use", err)
+	}
+}
+
+func TestTokenAuth(t *testing.T) {
+	s := start(t, Config{Token: "s3cret-token"})
+	ctx := context.Background()
+	if _, err := sdk.Connect(ctx, s.NATSURL()); err == nil {
+		t.Fatalf("Connect without the token: err=nil, want refused")
+	}
+	c, err := sdk.Connect(ctx, s.NATSURL(), sdk.WithActor(actor), sdk.WithNATSOptions(nats.Token("s3cret-token")))
+	if err != nil {
+		t.Fatalf("Connect with the token: %v", err)
+	}
+	defer c.Close()
+	if _, err := c.Emit(ctx, sdk.Event{Act: records.ActDo, Kind: "agent.step", Thread: "t", Body: map[string]any{}}); err != nil {
+		t.Fatalf("Emit: %v", err)
+	}
+}
+
+func TestUserAuth(t *testing.T) {
+	s := start(t, Config{User: "agent", Password: "pw-123456"})
+	c, err := sdk.Connect(context.Background(), s.NATSURL(), sdk.WithActor(actor), sdk.WithNATSOptions(nats.UserInfo("agent", "pw-123456")))
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	defer c.Close()
+	var h healthJSON
+	if code := call(t, "GET", base(s)+"/healthz", "", &h); code != http.StatusOK {
+		t.Fatalf("healthz=%d (%+v), want 200: the server's own connection logs in", code, h)
+	}
+}
+
+// TestAPIDocumented checks that docs/http-api.yaml documents every route.
+func TestAPIDocumented(t *testing.T) {
+	data, err := os.ReadFile("../docs/http-api.yaml")
+	if err != nil {
+		t.Fatalf("read the OpenAPI file: %v", err)
+	}
+	var documented []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "  /") && strings.HasSuffix(line, ":") {
+			documented = append(documented, strings.TrimSuffix(strings.TrimSpace(line), ":"))
+		}
+	}
+	routes := []string{"/v1/records", "/v1/threads", "/v1/threads/{thread}/records", "/v1/threads/{thread}/checkpoint", "/v1/threads/{thread}/events", "/healthz", "/metrics"}
+	if got, want := strings.Join(documented, " "), strings.Join(routes, " "); got != want {
+		t.Fatalf("documented paths=%s, want %s", got, want)
+	}
+}

@@ -1,0 +1,343 @@
+// Package serve runs spl as a server: a NATS server with JetStream on a
+// data directory, listening for spl clients (the CLI and SDK with
+// --server / SPL_SERVER), the projectors, and an HTTP API with JSON
+// endpoints, a Server-Sent Events tail, /healthz and Prometheus /metrics.
+//
+//	srv, err := serve.New(serve.Config{Dir: dir}, slog.Default())
+//	if err != nil { ... }
+//	if err := srv.Start(ctx); err != nil { ... }
+//	<-srv.Ready() // the log is open: appends are accepted
+//	...
+//	err = srv.Shutdown(ctx)
+//
+// or simply serve.Run(ctx, cfg, logger), which shuts down when ctx is done.
+//
+// Shutdown keeps every acknowledged record: it refuses new appends, waits
+// for the requests in flight, stops the projectors at their stored
+// position, drains the log's writer, and only then stops the NATS server.
+//
+// The server takes the data directory's lock, so no embedded spl process
+// runs a second server on the same store. When its NATS listener needs no
+// authentication it also publishes its address in the directory, the way
+// the embedded log does, so that spl commands run on the same directory
+// without --server join it.
+//
+// The HTTP API is documented in docs/http-api.yaml; clusters in
+// docs/cluster.md.
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spl-dev/spl/log"
+)
+
+// Projector is a long-running consumer of the log that the server runs:
+// a projections runtime. Run returns when ctx is done, after storing its
+// position; Position is the clock of the last entry it applied, for the
+// projection lag metric.
+type Projector interface {
+	Name() string
+	Run(ctx context.Context) error
+	Position() uint64
+}
+
+// Server is one spl server: NATS, the log, projectors and the HTTP API.
+type Server struct {
+	cfg    Config
+	logger *slog.Logger
+
+	nopts *server.Options
+	own   []nats.Option // options of the in-process connection
+	ns    *server.Server
+	dir   *log.DirLock
+
+	l     atomic.Pointer[log.Log]
+	ready chan struct{}
+
+	httpSrv *http.Server
+	httpLn  net.Listener
+	reg     *prometheus.Registry
+	m       *metrics
+
+	projMu     sync.Mutex
+	projectors []Projector
+
+	bg       context.Context // background work: opening the log, projectors
+	bgCancel context.CancelFunc
+	bgWG     sync.WaitGroup
+	tails    context.Context // cancelled first on shutdown: ends SSE tails
+	tailStop context.CancelFunc
+
+	stopping atomic.Bool
+	started  bool
+	shutOnce sync.Once
+	shutErr  error
+}
+
+// New checks cfg and returns a Server that is not yet started. A nil
+// logger discards logs.
+func New(cfg Config, logger *slog.Logger) (*Server, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	nopts, own, err := cfg.natsOptions()
+	if err != nil {
+		return nil, fmt.Errorf("spl/serve: %w", err)
+	}
+	s := &Server{cfg: cfg, logger: logger, nopts: nopts, own: own, ready: make(chan struct{})}
+	s.reg = prometheus.NewRegistry()
+	s.m = newMetrics(s.reg, s)
+	return s, nil
+}
+
+// Run serves cfg until ctx is done, then shuts down gracefully within
+// cfg.ShutdownTimeout.
+func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
+	s, err := New(cfg, logger)
+	if err != nil {
+		return err
+	}
+	if err := s.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	return s.Shutdown(sctx)
+}
+
+// Start takes the data directory, starts the NATS server and the HTTP
+// API, and opens the log in the background: in a cluster the stream can
+// only be created once enough nodes are up. Ready is closed once the log
+// is open; until then the API answers 503.
+func (s *Server) Start(ctx context.Context) error {
+	if s.started {
+		return errors.New("spl/serve: start: already started")
+	}
+	s.started = true
+	dl, err := log.LockDir(s.cfg.Dir)
+	if err != nil {
+		return fmt.Errorf("spl/serve: %w", err)
+	}
+	s.dir = dl
+	ns, err := server.NewServer(s.nopts)
+	if err != nil {
+		s.dir.Release()
+		return fmt.Errorf("spl/serve: nats server: %w", err)
+	}
+	ns.SetLoggerV2(natsLogger{s.logger.With("component", "nats")}, false, false, false)
+	ns.Start()
+	if !ns.ReadyForConnections(30 * time.Second) {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		s.dir.Release()
+		return errors.New("spl/serve: nats server: not ready within 30s")
+	}
+	s.ns = ns
+	s.logger.Info("nats listening", "url", s.NATSURL(), "server_name", ns.Name(), "cluster", s.cfg.ClusterName)
+	if s.cfg.Token == "" && s.cfg.User == "" && len(s.cfg.NKeys) == 0 && s.cfg.NATSConfigFile == "" && s.cfg.TLSCert == "" {
+		if err := s.dir.Publish(ns.Addr().String()); err != nil {
+			s.logger.Warn("data directory: cannot publish the address for embedded clients", "err", err)
+		}
+	}
+
+	s.bg, s.bgCancel = context.WithCancel(context.Background())
+	s.tails, s.tailStop = context.WithCancel(context.Background())
+	if !s.cfg.NoHTTP {
+		ln, err := net.Listen("tcp", s.cfg.HTTP)
+		if err != nil {
+			s.bgCancel()
+			s.stopNATS()
+			return fmt.Errorf("spl/serve: http listen %s: %w", s.cfg.HTTP, err)
+		}
+		s.httpLn = ln
+		s.httpSrv = &http.Server{
+			Handler:           s.routes(),
+			ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+		}
+		go func() {
+			if err := s.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.logger.Error("http serve", "err", err)
+			}
+		}()
+		s.logger.Info("http listening", "addr", ln.Addr().String())
+	}
+	s.bgWG.Add(1)
+	go s.openLog()
+	return nil
+}
+
+// openLog opens the log on the in-process connection, retrying until it
+// succeeds or the server shuts down, then starts the projectors.
+func (s *Server) openLog() {
+	defer s.bgWG.Done()
+	opts := log.Options{
+		URL:         "nats://in-process",
+		NATSOptions: append([]nats.Option{nats.InProcessServer(s.ns)}, s.own...),
+		Replicas:    s.cfg.Replicas,
+		Timeout:     s.cfg.Timeout,
+		Name:        "spl-serve",
+		Observe:     s.m.observeBatch,
+	}
+	wait := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(s.bg, 10*time.Second)
+		l, err := log.Open(ctx, opts)
+		cancel()
+		if err == nil {
+			s.l.Store(l)
+			close(s.ready)
+			s.logger.Info("log open", "stream", l.StreamName(), "replicas", s.cfg.Replicas)
+			break
+		}
+		if s.bg.Err() != nil {
+			return
+		}
+		s.logger.Warn("log not open yet; retrying", "attempt", attempt, "err", err)
+		select {
+		case <-s.bg.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+	s.startProjectors()
+}
+
+// startProjectors starts the projectors of the config, if any.
+func (s *Server) startProjectors() {
+	if s.cfg.Projectors == nil {
+		// Hook: the projections runtime (projections/) is not wired yet;
+		// the spl serve command passes its projectors here.
+		return
+	}
+	ps, err := s.cfg.Projectors(s.l.Load())
+	if err != nil {
+		s.logger.Error("projectors not started", "err", err)
+		return
+	}
+	s.projMu.Lock()
+	s.projectors = ps
+	s.projMu.Unlock()
+	for _, p := range ps {
+		s.bgWG.Add(1)
+		go func() {
+			defer s.bgWG.Done()
+			s.logger.Info("projector started", "projection", p.Name())
+			for {
+				err := p.Run(s.bg)
+				if s.bg.Err() != nil {
+					s.logger.Info("projector stopped", "projection", p.Name(), "position", p.Position())
+					return
+				}
+				s.logger.Error("projector failed; restarting", "projection", p.Name(), "err", err)
+				select {
+				case <-s.bg.Done():
+					return
+				case <-time.After(time.Second):
+				}
+			}
+		}()
+	}
+}
+
+// Ready is closed once the log is open and appends are accepted.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Log is the server's log, or nil before Ready.
+func (s *Server) Log() *log.Log { return s.l.Load() }
+
+// NATSURL is the URL clients connect to: nats://host:port of the client
+// listener.
+func (s *Server) NATSURL() string {
+	if s.ns == nil {
+		return ""
+	}
+	return "nats://" + s.ns.Addr().String()
+}
+
+// ClusterAddr is the route listener's address, "" outside a cluster.
+func (s *Server) ClusterAddr() string {
+	if s.ns == nil || s.ns.ClusterAddr() == nil {
+		return ""
+	}
+	return s.ns.ClusterAddr().String()
+}
+
+// HTTPAddr is the HTTP API's host:port, "" when it is off.
+func (s *Server) HTTPAddr() string {
+	if s.httpLn == nil {
+		return ""
+	}
+	return s.httpLn.Addr().String()
+}
+
+// Shutdown stops the server gracefully: new appends are refused (503),
+// SSE tails end, requests in flight finish, projectors stop, the log's
+// writer drains (every acknowledged record is on disk), and the NATS
+// server shuts down. ctx bounds the wait for HTTP requests in flight.
+func (s *Server) Shutdown(ctx context.Context) error {
+	if !s.started {
+		return nil
+	}
+	s.shutOnce.Do(func() {
+		s.stopping.Store(true)
+		s.logger.Info("shutting down")
+		s.dir.Withdraw()
+		var errs []error
+		s.tailStop()
+		if s.httpSrv != nil {
+			if err := s.httpSrv.Shutdown(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+				_ = s.httpSrv.Close()
+			}
+		}
+		s.bgCancel()
+		s.bgWG.Wait()
+		if l := s.l.Load(); l != nil {
+			if err := l.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close log: %w", err))
+			}
+		}
+		s.stopNATS()
+		s.shutErr = errors.Join(errs...)
+		s.logger.Info("stopped", "err", s.shutErr)
+	})
+	return s.shutErr
+}
+
+func (s *Server) stopNATS() {
+	if s.ns != nil {
+		s.ns.Shutdown()
+		s.ns.WaitForShutdown()
+	}
+	s.dir.Release()
+}
+
+// natsLogger writes nats-server's log through slog.
+type natsLogger struct{ l *slog.Logger }
+
+func (n natsLogger) Noticef(format string, v ...any) { n.l.Info(fmt.Sprintf(format, v...)) }
+func (n natsLogger) Warnf(format string, v ...any)   { n.l.Warn(fmt.Sprintf(format, v...)) }
+func (n natsLogger) Fatalf(format string, v ...any)  { n.l.Error(fmt.Sprintf(format, v...)) }
+func (n natsLogger) Errorf(format string, v ...any)  { n.l.Error(fmt.Sprintf(format, v...)) }
+func (n natsLogger) Debugf(format string, v ...any)  { n.l.Debug(fmt.Sprintf(format, v...)) }
+func (n natsLogger) Tracef(format string, v ...any)  { n.l.Debug(fmt.Sprintf(format, v...)) }

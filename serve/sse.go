@@ -1,0 +1,160 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/spl-dev/spl/log"
+)
+
+// tailBuffer is how many messages a tail holds between the consumer and a
+// slow HTTP client; beyond it the consumer waits (JetStream flow control).
+const tailBuffer = 256
+
+// handleTail streams the records of a thread as Server-Sent Events:
+//
+//	id: <clock>
+//	event: record
+//	data: <record JSON>
+//
+// from the clock ?from= (or the Last-Event-ID a reconnecting client sends,
+// plus one), else from the records appended after the request. A message
+// that fails verification is sent as an event "corrupt" and the tail goes
+// on. A comment line is sent every heartbeat interval; the tail ends when
+// the client goes away or the server shuts down.
+func (s *Server) handleTail(w http.ResponseWriter, r *http.Request) {
+	l := s.liveLog(w)
+	if l == nil {
+		return
+	}
+	thread := r.PathValue("thread")
+	from, err := uintParam(r.URL.Query(), "from", 0, 1<<63)
+	if err != nil {
+		s.m.refused.WithLabelValues("bad_param").Inc()
+		s.fail(w, r, err)
+		return
+	}
+	if id := r.Header.Get("Last-Event-ID"); id != "" {
+		c, err := strconv.ParseUint(id, 10, 64)
+		if err != nil {
+			s.refuse(w, http.StatusBadRequest, "bad_param", apiError{Error: "Last-Event-ID: must be a clock", Field: "Last-Event-ID", Rule: "must be a clock"})
+			return
+		}
+		from = c + 1
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(s.tails, cancel) // shutdown ends the tail
+	defer stop()
+	if from == 0 {
+		// Only what comes after this request: fixed before the answer
+		// starts, so a record appended once the client has the headers is
+		// always delivered.
+		last, err := l.LastClock(ctx)
+		if err != nil {
+			s.fail(w, r, fmt.Errorf("tail: %w", err))
+			return
+		}
+		from = last + 1
+	}
+	msgs := make(chan jetstream.Msg, tailBuffer)
+	cons, err := l.JetStream().OrderedConsumer(ctx, l.StreamName(), jetstream.OrderedConsumerConfig{
+		FilterSubjects:    []string{log.ThreadSubject(thread)},
+		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:       from,
+		InactiveThreshold: 30 * time.Second,
+	})
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("tail: consumer: %w", err))
+		return
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		select {
+		case msgs <- m:
+		case <-ctx.Done():
+		}
+	})
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("tail: consume: %w", err))
+		return
+	}
+	defer cc.Stop()
+
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if _, err := fmt.Fprintf(w, ": tail of %q from clock %d\n\n", thread, from); err != nil {
+		return
+	}
+	if err := rc.Flush(); err != nil {
+		return
+	}
+	s.m.tails.Inc()
+	defer s.m.tails.Dec()
+	beat := time.NewTicker(s.cfg.Heartbeat)
+	defer beat.Stop()
+	var buf bytes.Buffer
+	for {
+		buf.Reset()
+		select {
+		case <-ctx.Done():
+			return
+		case <-beat.C:
+			buf.WriteString(": heartbeat\n\n")
+		case m := <-msgs:
+			if err := s.tailEvent(&buf, m); err != nil {
+				s.logger.Warn("tail: event", "thread", thread, "err", err)
+				return
+			}
+		}
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return // the client went away
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+	}
+}
+
+// tailEvent writes the event of one stream message to buf.
+func (s *Server) tailEvent(buf *bytes.Buffer, m jetstream.Msg) error {
+	md, err := m.Metadata()
+	if err != nil {
+		return fmt.Errorf("metadata: %w", err)
+	}
+	clock := md.Sequence.Stream
+	var event string
+	var v any
+	e, err := log.DecodeMessage(m.Subject(), clock, m.Headers(), m.Data())
+	var ce *log.CorruptError
+	switch {
+	case errors.As(err, &ce):
+		s.m.corrupt.WithLabelValues("tail").Inc()
+		event, v = "corrupt", corruptJSON{Clock: ce.Clock, Subject: ce.Subject, Reason: ce.Reason}
+	case err != nil:
+		return err
+	default:
+		j, err := newRecordJSON(e)
+		if err != nil {
+			return err
+		}
+		event, v = "record", j
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode clock %d: %w", clock, err)
+	}
+	fmt.Fprintf(buf, "id: %d\nevent: %s\ndata: %s\n\n", clock, event, data)
+	return nil
+}
