@@ -8,9 +8,10 @@
 // Exit codes are part of the command's contract:
 //
 //	0  ok
-//	1  usage or validation error (cobra usage errors, records.ErrInvalid, sdk.ErrNoActor)
+//	1  usage or validation error (cobra usage errors, records.ErrInvalid, sdk.ErrNoActor, sdk.ErrNotErasable)
 //	2  not found (sdk.ErrNotFound)
 //	3  storage error (anything else)
+//	4  verification found corrupt or missing records (records.ErrCorrupt, verify)
 package cli
 
 import (
@@ -37,6 +38,7 @@ const (
 	ExitUsage    = 1 // usage or validation error
 	ExitNotFound = 2 // nothing matched
 	ExitStorage  = 3 // the log could not be opened, read or written
+	ExitCorrupt  = 4 // verification found corrupt or missing records
 )
 
 // DefaultTimeout bounds the storage operations of one command (--timeout).
@@ -191,10 +193,13 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return ExitOK
-	case errors.As(err, &ue), errors.Is(err, records.ErrInvalid), errors.Is(err, sdk.ErrNoActor):
+	case errors.As(err, &ue), errors.Is(err, records.ErrInvalid), errors.Is(err, sdk.ErrNoActor),
+		errors.Is(err, sdk.ErrNotErasable):
 		return ExitUsage
 	case errors.Is(err, sdk.ErrNotFound):
 		return ExitNotFound
+	case errors.Is(err, errDamaged), errors.Is(err, records.ErrCorrupt):
+		return ExitCorrupt
 	case !errors.As(err, &re):
 		return ExitUsage // cobra: unknown command or flag, wrong number of arguments
 	default:
@@ -229,9 +234,11 @@ Output:
 
 Exit codes:
   0  ok
-  1  usage or validation error (bad flag, invalid record, no actor)
+  1  usage or validation error (bad flag, invalid record, no actor, a
+     refused erasure)
   2  not found (e.g. a thread with no checkpoint)
-  3  storage error (the log could not be opened, read or written)`
+  3  storage error (the log could not be opened, read or written)
+  4  verification found corrupt or missing records`
 
 func newRootCommand(a *app) *cobra.Command {
 	root := &cobra.Command{
@@ -254,7 +261,8 @@ func newRootCommand(a *app) *cobra.Command {
 	f.BoolVar(&a.json, "json", false, "print machine-readable JSON on stdout")
 	f.DurationVar(&a.timeout, "timeout", DefaultTimeout, "give up on storage operations after this long")
 
-	root.AddCommand(newSessionCommand(a), newEmitCommand(a), newThreadCommand(a))
+	root.AddCommand(newSessionCommand(a), newEmitCommand(a), newThreadCommand(a),
+		newRecordCommand(a), newEraseCommand(a), newVerifyCommand(a), newRetentionCommand(a))
 	return root
 }
 

@@ -353,6 +353,9 @@ func TestHelp(t *testing.T) {
 		{"help.golden", []string{"help"}},
 		{"help_session_save.golden", []string{"session", "save", "--help"}},
 		{"help_emit.golden", []string{"emit", "--help"}},
+		{"help_erase.golden", []string{"erase", "--help"}},
+		{"help_verify.golden", []string{"verify", "--help"}},
+		{"help_retention_set.golden", []string{"retention", "set", "--help"}},
 	} {
 		r := spl(t, t.TempDir(), "", tc.args...)
 		if r.code != ExitOK || r.stderr != "" {

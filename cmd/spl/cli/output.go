@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -154,23 +153,7 @@ func writeCheckpointTable(w io.Writer, cps []sdk.SavedCheckpoint) error {
 
 // writeRecordTable writes the table of "thread tail".
 func writeRecordTable(w io.Writer, recs []sdk.Record) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLOCK\tTIME\tACT\tKIND\tACTOR\tID\tBODY")
-	for _, r := range recs {
-		body, err := records.BodyToJSON(r.Body)
-		if err != nil {
-			return fmt.Errorf("record %s: body: %w", r.ID, err)
-		}
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, body); err != nil {
-			return fmt.Errorf("record %s: body: %w", r.ID, err)
-		}
-		h := r.Header
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			r.Clock, tableTime(h.TS), cell(h.Act, 16), cell(h.Kind, 40), cell(h.Actor, actorWidth),
-			r.ID.Short(), cell(compact.String(), bodyWidth))
-	}
-	return tw.Flush()
+	return writeTailTable(w, recs, nil)
 }
 
 // writeCheckpoint writes a checkpoint in full, for "session show".

@@ -23,7 +23,7 @@ LEARN) on a thread: a summary of where the work stands, what was learned and
 what comes next, so that the next session can pick up where this one ended.`,
 		RunE: groupRunE,
 	}
-	cmd.AddCommand(newSessionSaveCommand(a), newSessionListCommand(a), newSessionShowCommand(a))
+	cmd.AddCommand(newSessionSaveCommand(a), newSessionListCommand(a), newSessionShowCommand(a), newSessionPinCommand(a))
 	return cmd
 }
 
@@ -60,7 +60,12 @@ func newSessionSaveCommand(a *app) *cobra.Command {
 				return fmt.Errorf("session save: %w", err)
 			}
 			r, err := c.SaveCheckpoint(ctx, thread, actor, cp)
-			if err != nil {
+			var re *sdk.RetentionError
+			if errors.As(err, &re) {
+				// The checkpoint is saved: say so, and warn that its
+				// thread's retention did not run (the next save retries).
+				defer fmt.Fprintf(cmd.ErrOrStderr(), "spl: warning: session save: %v\n", re)
+			} else if err != nil {
 				return fmt.Errorf("session save: %w", err)
 			}
 			return a.writeReceipt(cmd, r, receiptJSON{
@@ -136,7 +141,10 @@ func newSessionShowCommand(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "show THREAD",
 		Short: "Show the latest checkpoint of a thread in full",
-		Args:  cobra.ExactArgs(1),
+		Long: `Show the latest checkpoint of a thread in full. A newer checkpoint that
+fails verification is skipped, with a note on stderr naming its clock;
+the newest one that verifies is shown.`,
+		Args: cobra.ExactArgs(1),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
 			thread := args[0]
 			ctx, cancel := a.storageContext(cmd)
@@ -148,6 +156,9 @@ func newSessionShowCommand(a *app) *cobra.Command {
 			cp, err := c.LatestCheckpoint(ctx, thread)
 			if err != nil {
 				return fmt.Errorf("session show: %w", err)
+			}
+			for _, clock := range cp.Skipped {
+				fmt.Fprintf(cmd.ErrOrStderr(), "spl: skipped corrupt checkpoint at clock %d\n", clock)
 			}
 			if a.json {
 				j, err := newCheckpointJSON(cp)

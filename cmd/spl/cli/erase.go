@@ -1,0 +1,312 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spl-dev/spl/records"
+	"github.com/spl-dev/spl/sdk"
+)
+
+// errDamaged reports that verification found corrupt or missing records.
+// Exit code 4.
+var errDamaged = errors.New("verification found corrupt or missing records")
+
+func newEraseCommand(a *app) *cobra.Command {
+	var thread, reason, actor string
+	cmd := &cobra.Command{
+		Use:   "erase ID... --thread THREAD --reason TEXT [flags]",
+		Short: "Erase records of a thread, for good",
+		Long: `Erase records of a thread. One core.erasure record (act FORGET) is appended
+that names them, keeps their headers (so the thread still verifies) and
+the reason; then their messages are deleted securely: the server overwrites
+their bytes on disk. Reads skip erased records; "thread tail --tombstones"
+shows them.
+
+Refused, changing nothing: an erasure record, an id that is no record, a
+record of another thread. An id that is already erased is a no-op.
+Prints each erased id, then the id and clock of the erasure record.`,
+		Example: `  spl erase bafir4icqw2edubnyo6vxli4omemigxzdg6mztntrymima5izpadlzoktj4 \
+    --thread th_auth_refactor_abc123 --reason "user asked to forget" --actor did:sync:agent:dev`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("thread") {
+				return usagef("erase: --thread is required")
+			}
+			if !cmd.Flags().Changed("reason") {
+				return usagef("erase: --reason is required")
+			}
+			actor, err := actorFlag(actor)
+			if err != nil {
+				return fmt.Errorf("erase: %w", err)
+			}
+			ids, err := parseIDs(args)
+			if err != nil {
+				return fmt.Errorf("erase: %w", err)
+			}
+			ctx, cancel := a.storageContext(cmd)
+			defer cancel()
+			c, err := a.open(ctx)
+			if err != nil {
+				return fmt.Errorf("erase: %w", err)
+			}
+			res, err := c.Erase(ctx, thread, actor, ids, reason)
+			if err != nil {
+				return withOp("erase", err)
+			}
+			if a.json {
+				return writeJSON(cmd.OutOrStdout(), newEraseJSON(thread, res))
+			}
+			return writeErase(cmd.OutOrStdout(), res)
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&thread, "thread", "", "thread of the records (required)")
+	f.StringVar(&reason, "reason", "", "why they are erased, kept in the erasure record (required, at most 1 KiB)")
+	f.StringVar(&actor, "actor", "", "actor DID (default $SPL_ACTOR)")
+	return cmd
+}
+
+// withOp wraps err under the command name op, unless its message already
+// starts with it (errors of the log name the operation themselves).
+func withOp(op string, err error) error {
+	if strings.HasPrefix(err.Error(), op+": ") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// parseIDs parses record ids given as arguments.
+func parseIDs(args []string) ([]records.ID, error) {
+	ids := make([]records.ID, 0, len(args))
+	for _, s := range args {
+		id, err := records.ParseID(s)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// writeErase prints what an erasure did.
+func writeErase(w io.Writer, res sdk.EraseResult) error {
+	var b strings.Builder
+	for _, id := range res.Erased {
+		fmt.Fprintf(&b, "erased: %s\n", id)
+	}
+	if len(res.Erasures) == 0 {
+		fmt.Fprintf(&b, "already erased: %s, nothing to do\n", joinIDs(res.Already))
+	} else {
+		for _, id := range res.Already {
+			fmt.Fprintf(&b, "already erased: %s\n", id)
+		}
+		for _, r := range res.Erasures {
+			fmt.Fprintf(&b, "id:    %s\nclock: %d\n", r.ID, r.Clock)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func joinIDs(ids []records.ID) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = id.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+func newVerifyCommand(a *app) *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "verify (THREAD | --all)",
+		Short: "Check the ids, digests and chain of a thread, or of the whole log",
+		Long: `Walk a thread (or with --all every thread, accounting for every clock) and
+check each record's id, body digest and prev link. Records that erasures
+removed are bridged through the headers the erasure records keep.
+
+Reports the records checked, erased (explained by an erasure record),
+corrupt (id or digest mismatch) and missing (a gap in a chain, or a
+deleted message, that no erasure explains), listing each corrupt and
+missing one. Exits 0 only when nothing is corrupt or missing, else 4.
+With --all and a terminal on stderr, shows progress there.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			if all == (len(args) == 1) {
+				return usagef("verify: give a thread or --all, not both")
+			}
+			ctx, cancel := a.storageContext(cmd)
+			defer cancel()
+			c, err := a.open(ctx)
+			if err != nil {
+				return fmt.Errorf("verify: %w", err)
+			}
+			var rep sdk.VerifyReport
+			if all {
+				progress := progressTo(cmd.ErrOrStderr())
+				rep, err = c.VerifyAll(ctx, progress)
+				if progress != nil {
+					fmt.Fprintln(cmd.ErrOrStderr())
+				}
+			} else {
+				rep, err = c.Verify(ctx, args[0])
+			}
+			if err != nil {
+				return fmt.Errorf("verify: %w", err)
+			}
+			if a.json {
+				err = writeJSON(cmd.OutOrStdout(), newVerifyJSON(rep))
+			} else {
+				err = writeVerify(cmd.OutOrStdout(), rep)
+			}
+			if err != nil {
+				return fmt.Errorf("verify: %w", err)
+			}
+			if !rep.OK() {
+				return fmt.Errorf("verify: %d corrupt, %d missing: %w", len(rep.Corrupt), len(rep.Missing), errDamaged)
+			}
+			return nil
+		}),
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "verify every thread of the log")
+	return cmd
+}
+
+// progressTo returns a progress callback that rewrites one line on w,
+// when w is a terminal; else nil.
+func progressTo(w io.Writer) func(uint64) {
+	f, ok := w.(*os.File)
+	if !ok {
+		return nil
+	}
+	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return nil
+	}
+	return func(read uint64) { fmt.Fprintf(w, "\rverify: %d records read", read) }
+}
+
+// writeVerify prints a verification report: the counts, then the corrupt
+// and the missing records, one a line.
+func writeVerify(w io.Writer, rep sdk.VerifyReport) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "threads  %d\n", rep.Threads)
+	fmt.Fprintf(&b, "checked  %d\n", rep.Checked)
+	fmt.Fprintf(&b, "erased   %d (explained by erasure records)\n", len(rep.Erased))
+	fmt.Fprintf(&b, "corrupt  %d\n", len(rep.Corrupt))
+	fmt.Fprintf(&b, "missing  %d\n", len(rep.Missing))
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	for _, list := range []struct {
+		name     string
+		problems []sdk.VerifyProblem
+	}{{"corrupt (id or body digest does not verify)", rep.Corrupt}, {"missing (no erasure explains the gap)", rep.Missing}} {
+		if len(list.problems) == 0 {
+			continue
+		}
+		fmt.Fprintln(w)
+		if err := writeProblems(w, list.name, list.problems); err != nil {
+			return err
+		}
+	}
+	if rep.OK() {
+		_, err := fmt.Fprintln(w, "ok")
+		return err
+	}
+	return nil
+}
+
+func writeProblems(w io.Writer, what string, ps []sdk.VerifyProblem) error {
+	fmt.Fprintf(w, "%s:\n", what)
+	tw := newTable(w)
+	fmt.Fprintln(tw, "CLOCK\tSUBJECT\tID\tREASON")
+	for _, p := range ps {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", p.Clock, orDash(cell(p.Subject, 120)), idOrDash(p.ID), cell(p.Reason, 200))
+	}
+	return tw.Flush()
+}
+
+func idOrDash(id records.ID) string {
+	if id.IsZero() {
+		return "-"
+	}
+	return id.String()
+}
+
+func newRecordCommand(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "record",
+		Short: "Look up records by id",
+		RunE:  groupRunE,
+	}
+	cmd.AddCommand(newRecordShowCommand(a))
+	return cmd
+}
+
+func newRecordShowCommand(a *app) *cobra.Command {
+	var thread string
+	cmd := &cobra.Command{
+		Use:   "show ID [--thread THREAD]",
+		Short: "Show one record and whether it verifies",
+		Long: `Show one record, found by id, in full, and whether it verifies: "verified
+ok", or why not. Every message of the record's thread that claims the id
+is checked, so a forged copy beside the original is reported.
+
+Without --thread the whole log is searched, which takes time in proportion
+to its size. With --thread, an id that an erasure removed shows who erased
+it, when and why.
+
+Exits 0 for a record that verifies or was erased, 2 when no record has the
+id, 4 when a message claiming it does not verify (printed as stored).`,
+		Args: cobra.ExactArgs(1),
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			id, err := records.ParseID(args[0])
+			if err != nil {
+				return fmt.Errorf("record show: %w", err)
+			}
+			ctx, cancel := a.storageContext(cmd)
+			defer cancel()
+			c, err := a.open(ctx)
+			if err != nil {
+				return fmt.Errorf("record show: %w", err)
+			}
+			r, err := c.Record(ctx, id, thread)
+			var ee *sdk.ErasedError
+			switch {
+			case errors.As(err, &ee):
+				return a.writeShown(cmd, r, nil, &ee.Tombstone)
+			case errors.Is(err, records.ErrCorrupt):
+				if werr := a.writeShown(cmd, r, err, nil); werr != nil {
+					return fmt.Errorf("record show: %w", werr)
+				}
+				return fmt.Errorf("record show: %w", err)
+			case errors.Is(err, sdk.ErrNotFound) && thread == "":
+				return fmt.Errorf("record show: %w (with --thread, an erased record shows who erased it)", err)
+			case err != nil:
+				return fmt.Errorf("record show: %w", err)
+			}
+			return a.writeShown(cmd, r, nil, nil)
+		}),
+	}
+	cmd.Flags().StringVar(&thread, "thread", "", "thread of the record (faster; shows erased records)")
+	return cmd
+}
+
+// writeShown prints a record for "record show": verified, corrupt (the
+// error), or erased (the tombstone).
+func (a *app) writeShown(cmd *cobra.Command, r sdk.Record, corrupt error, ts *sdk.Tombstone) error {
+	if a.json {
+		j, err := newShownJSON(r, corrupt, ts)
+		if err != nil {
+			return err
+		}
+		return writeJSON(cmd.OutOrStdout(), j)
+	}
+	return writeShown(cmd.OutOrStdout(), r, corrupt, ts)
+}

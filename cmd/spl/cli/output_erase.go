@@ -1,0 +1,286 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	splog "github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/records"
+	"github.com/spl-dev/spl/sdk"
+)
+
+// erasedJSON says who erased a record, when and why: the "erased" field
+// of a tombstone.
+type erasedJSON struct {
+	By     string `json:"by"`    // id of the erasure record
+	Clock  uint64 `json:"clock"` // clock of the erasure record
+	Actor  string `json:"actor"`
+	Time   string `json:"time"`
+	Reason string `json:"reason"`
+}
+
+// tailJSON is an element of "thread tail --json": a record, or with
+// --tombstones an erased record (body null, "erased" set).
+type tailJSON struct {
+	recordJSON
+	Erased *erasedJSON `json:"erased,omitempty"`
+}
+
+// shownJSON is what "record show --json" prints.
+type shownJSON struct {
+	tailJSON
+	Verified bool   `json:"verified"`
+	Problem  string `json:"problem,omitempty"` // why it does not verify
+}
+
+// receiptRef is a record's id and clock.
+type receiptRef struct {
+	ID    string `json:"id"`
+	Clock uint64 `json:"clock"`
+}
+
+// eraseJSON is what "erase --json" prints.
+type eraseJSON struct {
+	Thread   string       `json:"thread"`
+	Erased   []string     `json:"erased"`
+	Already  []string     `json:"already"`
+	Erasures []receiptRef `json:"erasures"`
+}
+
+// verifyJSON is what "verify --json" prints.
+type verifyJSON struct {
+	OK      bool          `json:"ok"`
+	Threads int           `json:"threads"`
+	Checked int           `json:"checked"`
+	Erased  []erasedRef   `json:"erased"`
+	Corrupt []problemJSON `json:"corrupt"`
+	Missing []problemJSON `json:"missing"`
+}
+
+type erasedRef struct {
+	ID       string `json:"id"`
+	Clock    uint64 `json:"clock"`
+	Thread   string `json:"thread"`
+	ErasedBy string `json:"erased_by"`
+	Reason   string `json:"reason"`
+}
+
+type problemJSON struct {
+	Clock   uint64  `json:"clock"`
+	Subject string  `json:"subject"`
+	ID      *string `json:"id"` // null when unknown
+	Reason  string  `json:"reason"`
+}
+
+func idStrings(ids []records.ID) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id.String()
+	}
+	return out
+}
+
+func receiptRefs(rs []sdk.Receipt) []receiptRef {
+	out := make([]receiptRef, len(rs))
+	for i, r := range rs {
+		out[i] = receiptRef{ID: r.ID.String(), Clock: r.Clock}
+	}
+	return out
+}
+
+func newEraseJSON(thread string, res sdk.EraseResult) eraseJSON {
+	return eraseJSON{Thread: thread, Erased: idStrings(res.Erased), Already: idStrings(res.Already), Erasures: receiptRefs(res.Erasures)}
+}
+
+func newVerifyJSON(rep sdk.VerifyReport) verifyJSON {
+	j := verifyJSON{OK: rep.OK(), Threads: rep.Threads, Checked: rep.Checked,
+		Erased: []erasedRef{}, Corrupt: []problemJSON{}, Missing: []problemJSON{}}
+	for _, e := range rep.Erased {
+		j.Erased = append(j.Erased, erasedRef{ID: e.ID.String(), Clock: e.Clock, Thread: e.Thread, ErasedBy: e.ErasedBy.String(), Reason: e.Reason})
+	}
+	for _, l := range []struct {
+		dst *[]problemJSON
+		src []sdk.VerifyProblem
+	}{{&j.Corrupt, rep.Corrupt}, {&j.Missing, rep.Missing}} {
+		for _, p := range l.src {
+			pj := problemJSON{Clock: p.Clock, Subject: p.Subject, Reason: p.Reason}
+			if !p.ID.IsZero() {
+				id := p.ID.String()
+				pj.ID = &id
+			}
+			*l.dst = append(*l.dst, pj)
+		}
+	}
+	return j
+}
+
+// headerJSON is the --json form of a record of which only the header is
+// known (an erased record): body null.
+func headerJSON(id records.ID, clock uint64, h records.Header) recordJSON {
+	j := recordJSON{
+		ID: id.String(), Clock: clock, Thread: h.Thread, Act: h.Act, Kind: h.Kind, Actor: h.Actor,
+		Time: time.UnixMilli(h.TS).UTC().Format(time.RFC3339Nano), TS: h.TS,
+		Body: json.RawMessage("null"),
+	}
+	if !h.Prev.IsZero() {
+		prev := h.Prev.String()
+		j.Prev = &prev
+	}
+	return j
+}
+
+func newErasedJSON(t sdk.Tombstone) *erasedJSON {
+	return &erasedJSON{By: t.ErasedBy.ID.String(), Clock: t.ErasedBy.Clock, Actor: t.Actor,
+		Time: t.Time.UTC().Format(time.RFC3339Nano), Reason: t.Reason}
+}
+
+func newTombstoneJSON(t sdk.Tombstone) tailJSON {
+	return tailJSON{recordJSON: headerJSON(t.ID, t.Clock, t.Header), Erased: newErasedJSON(t)}
+}
+
+func newShownJSON(r sdk.Record, corrupt error, ts *sdk.Tombstone) (shownJSON, error) {
+	switch {
+	case ts != nil:
+		return shownJSON{tailJSON: newTombstoneJSON(*ts), Verified: true}, nil
+	case corrupt != nil:
+		j := shownJSON{Problem: problemOf(corrupt)}
+		if r.Record == nil {
+			j.recordJSON = recordJSON{ID: r.ID.String(), Clock: r.Clock, Body: json.RawMessage("null")}
+			return j, nil
+		}
+		j.recordJSON = headerJSON(r.ID, r.Clock, r.Header)
+		if body, err := records.BodyToJSON(r.Body); err == nil {
+			j.Body = body
+		}
+		return j, nil
+	}
+	rec, err := newRecordJSON(r)
+	if err != nil {
+		return shownJSON{}, err
+	}
+	return shownJSON{tailJSON: tailJSON{recordJSON: rec}, Verified: true}, nil
+}
+
+// problemOf says why a record does not verify, without the error's
+// wrapping.
+func problemOf(err error) string {
+	var ce *splog.CorruptError
+	if errors.As(err, &ce) {
+		if ce.Err != nil {
+			return ce.Reason + ": " + ce.Err.Error()
+		}
+		return ce.Reason
+	}
+	return err.Error()
+}
+
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+}
+
+// writeShown writes a record in full for "record show", then whether it
+// verifies, or who erased it.
+func writeShown(w io.Writer, r sdk.Record, corrupt error, ts *sdk.Tombstone) error {
+	var b strings.Builder
+	field := func(label, value string) {
+		for i, line := range strings.Split(printable(value), "\n") {
+			if i > 0 {
+				label = ""
+			}
+			fmt.Fprintf(&b, "%-12s%s\n", label, line)
+		}
+	}
+	header := func(h records.Header) {
+		field("thread", h.Thread)
+		field("act", h.Act)
+		field("kind", h.Kind)
+		field("actor", h.Actor)
+		field("time", time.UnixMilli(h.TS).UTC().Format("2006-01-02T15:04:05.000Z07:00"))
+		field("prev", idOrDash(h.Prev))
+	}
+	field("id", r.ID.String())
+	field("clock", fmt.Sprint(r.Clock))
+	switch {
+	case ts != nil:
+		header(ts.Header)
+		field("body", "- (erased)")
+		field("erased", fmt.Sprintf("by %s at %s: %s", ts.ErasedBy.ID, tableTime(ts.Time.UnixMilli()), ts.Reason))
+		field("erased by", ts.Actor)
+	case r.Record != nil:
+		header(r.Header)
+		body, err := records.BodyToJSON(r.Body)
+		if err != nil {
+			field("body", fmt.Sprintf("- (%v)", err))
+		} else {
+			var pretty bytes.Buffer
+			if err := json.Indent(&pretty, body, "", "  "); err != nil {
+				pretty.Reset()
+				pretty.Write(body)
+			}
+			field("body", pretty.String())
+		}
+	}
+	if ts == nil {
+		if corrupt != nil {
+			field("verified", "no: "+problemOf(corrupt))
+		} else {
+			field("verified", "ok")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// tombstoneWidth is the width of the body cell of a tombstone in the
+// tail table: wider than a body's, so the reason is seldom cut.
+const tombstoneWidth = 120
+
+// writeTailTable writes the table of "thread tail": the records and, in
+// clock order among them, the tombstones of erased records.
+func writeTailTable(w io.Writer, recs []sdk.Record, tombs []sdk.Tombstone) error {
+	type row struct {
+		clock uint64
+		line  string
+	}
+	rows := make([]row, 0, len(recs)+len(tombs))
+	for _, r := range recs {
+		body, err := records.BodyToJSON(r.Body)
+		if err != nil {
+			return fmt.Errorf("record %s: body: %w", r.ID, err)
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, body); err != nil {
+			return fmt.Errorf("record %s: body: %w", r.ID, err)
+		}
+		h := r.Header
+		rows = append(rows, row{r.Clock, fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			r.Clock, tableTime(h.TS), cell(h.Act, 16), cell(h.Kind, 40), cell(h.Actor, actorWidth),
+			r.ID.Short(), cell(compact.String(), bodyWidth))})
+	}
+	for _, t := range tombs {
+		h := t.Header
+		what := fmt.Sprintf("[erased by %s at %s: %s]", t.ErasedBy.ID.Short(), tableTime(t.Time.UnixMilli()), t.Reason)
+		rows = append(rows, row{t.Clock, fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			t.Clock, tableTime(h.TS), cell(h.Act, 16), cell(h.Kind, 40), cell(h.Actor, actorWidth),
+			t.ID.Short(), cell(what, tombstoneWidth))})
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].clock < rows[j].clock })
+	tw := newTable(w)
+	fmt.Fprintln(tw, "CLOCK\tTIME\tACT\tKIND\tACTOR\tID\tBODY")
+	for _, r := range rows {
+		fmt.Fprint(tw, r.line)
+	}
+	return tw.Flush()
+}
+
+func isCorruptError(err error) bool {
+	_, ok := err.(*splog.CorruptError)
+	return ok
+}

@@ -1,0 +1,338 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spl-dev/spl/records"
+	"github.com/spl-dev/spl/sdk"
+)
+
+func newRetentionCommand(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "retention",
+		Short: "Set, show and apply retention policies for checkpoints",
+		Long: `A retention policy says which session checkpoints of a thread are kept:
+the newest N, those younger than a maximum age (when set), named ones and
+pinned ones ("spl session pin"). The others are erased, by erasure records
+with reason "retention", so retention leaves an audit trail. Retention
+touches checkpoints only (kind agent.session.checkpoint), no other record.
+
+A policy is itself a record (kind core.retention): a thread's policy on the
+thread, the policy of all threads (--all) on the reserved thread
+"spl/retention". The newest one wins; a thread's own policy overrides the
+policy of all threads. A policy is enforced whenever a checkpoint is saved
+to a thread it governs, and on every thread by "spl retention apply".`,
+		RunE: groupRunE,
+	}
+	cmd.AddCommand(newRetentionSetCommand(a), newRetentionShowCommand(a), newRetentionApplyCommand(a))
+	return cmd
+}
+
+func newRetentionSetCommand(a *app) *cobra.Command {
+	var (
+		thread, maxAge, actor string
+		all                   bool
+		keepLast              int
+	)
+	cmd := &cobra.Command{
+		Use:   "set (--thread THREAD | --all) --keep-last N [--max-age AGE] [flags]",
+		Short: "Set the retention policy of a thread, or of all threads",
+		Long: `Set the retention policy of a thread (--thread) or of every thread without
+one of its own (--all): keep the newest N checkpoints (--keep-last, at
+least 1), and also those younger than --max-age (a Go duration such as
+36h, or days and weeks: 30d, 2w). Named and pinned checkpoints are always
+kept. Setting a policy erases nothing by itself: it is enforced at the
+next checkpoint saved to a thread, or by "spl retention apply".`,
+		Example: `  spl retention set --thread th_auth_refactor_abc123 --keep-last 10
+  spl retention set --all --keep-last 5 --max-age 30d`,
+		Args: cobra.NoArgs,
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			if all == cmd.Flags().Changed("thread") {
+				return usagef("retention set: give --thread or --all, one of them")
+			}
+			if !cmd.Flags().Changed("keep-last") {
+				return usagef("retention set: --keep-last is required")
+			}
+			p := sdk.RetentionPolicy{Thread: thread, All: all, KeepLast: keepLast}
+			if maxAge != "" {
+				d, err := parseAge(maxAge)
+				if err != nil {
+					return usagef("retention set: --max-age: %v", err)
+				}
+				p.MaxAge = d
+			}
+			actor, err := actorFlag(actor)
+			if err != nil {
+				return fmt.Errorf("retention set: %w", err)
+			}
+			ctx, cancel := a.storageContext(cmd)
+			defer cancel()
+			c, err := a.open(ctx)
+			if err != nil {
+				return fmt.Errorf("retention set: %w", err)
+			}
+			r, err := c.SetRetention(ctx, actor, p)
+			if err != nil {
+				return fmt.Errorf("retention set: %w", err)
+			}
+			th := thread
+			if all {
+				th = sdk.RetentionThread
+			}
+			return a.writeReceipt(cmd, r, receiptJSON{Thread: th, Act: records.ActKnow, Kind: records.KindRetention, Actor: actor})
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&thread, "thread", "", "thread the policy is for")
+	f.BoolVar(&all, "all", false, "the policy of every thread without its own")
+	f.IntVar(&keepLast, "keep-last", 0, "keep the newest N checkpoints (at least 1; required)")
+	f.StringVar(&maxAge, "max-age", "", "also keep checkpoints younger than this (36h, 30d, 2w)")
+	f.StringVar(&actor, "actor", "", "actor DID (default $SPL_ACTOR)")
+	return cmd
+}
+
+// parseAge parses a maximum age: a Go duration, or a whole number of days
+// ("30d") or weeks ("2w").
+func parseAge(s string) (time.Duration, error) {
+	for suffix, unit := range map[string]time.Duration{"d": 24 * time.Hour, "w": 7 * 24 * time.Hour} {
+		if n, ok := strings.CutSuffix(s, suffix); ok {
+			v, err := strconv.ParseUint(n, 10, 32)
+			if err != nil || v == 0 {
+				return 0, fmt.Errorf("want a positive whole number of days or weeks (30d, 2w) or a Go duration (36h), got %q", s)
+			}
+			return time.Duration(v) * unit, nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("want a positive Go duration (36h) or days or weeks (30d, 2w), got %q", s)
+	}
+	return d, nil
+}
+
+// formatAge is the inverse of parseAge, for display: "30d", "36h0m0s",
+// "-" for no age limit.
+func formatAge(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "-"
+	case d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return d.String()
+}
+
+// policyJSON is the --json form of a retention policy.
+type policyJSON struct {
+	Scope    string `json:"scope"`  // "all" or "thread"
+	Thread   string `json:"thread"` // "" for scope all
+	KeepLast int    `json:"keep_last"`
+	MaxAgeMS int64  `json:"max_age_ms"` // 0: no age limit
+	ID       string `json:"id,omitempty"`
+	Clock    uint64 `json:"clock,omitempty"`
+	Actor    string `json:"actor,omitempty"`
+	Time     string `json:"time,omitempty"`
+}
+
+func newPolicyJSON(p sdk.RetentionPolicy) policyJSON {
+	j := policyJSON{Scope: p.Scope(), Thread: p.Thread, KeepLast: p.KeepLast, MaxAgeMS: p.MaxAge.Milliseconds(),
+		Actor: p.Actor, Clock: p.Clock}
+	if !p.ID.IsZero() {
+		j.ID = p.ID.String()
+	}
+	if !p.Time.IsZero() {
+		j.Time = p.Time.UTC().Format(time.RFC3339Nano)
+	}
+	return j
+}
+
+func newRetentionShowCommand(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show",
+		Short: "Show the retention policies in force",
+		Long: `Show the retention policies in force: the policy of all threads first,
+then each thread's own. No policy prints nothing on stdout ([] with --json)
+and a note on stderr.`,
+		Args: cobra.NoArgs,
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := a.storageContext(cmd)
+			defer cancel()
+			c, err := a.open(ctx)
+			if err != nil {
+				return fmt.Errorf("retention show: %w", err)
+			}
+			ps, err := c.Retention(ctx)
+			if err != nil {
+				return fmt.Errorf("retention show: %w", err)
+			}
+			if a.json {
+				out := make([]policyJSON, 0, len(ps))
+				for _, p := range ps {
+					out = append(out, newPolicyJSON(p))
+				}
+				return writeJSON(cmd.OutOrStdout(), out)
+			}
+			if len(ps) == 0 {
+				fmt.Fprintln(cmd.ErrOrStderr(), "no retention policy: every checkpoint is kept")
+				return nil
+			}
+			return writePolicies(cmd.OutOrStdout(), ps)
+		}),
+	}
+}
+
+func writePolicies(w io.Writer, ps []sdk.RetentionPolicy) error {
+	tw := newTable(w)
+	fmt.Fprintln(tw, "SCOPE\tTHREAD\tKEEP LAST\tMAX AGE\tSET BY\tTIME\tID")
+	for _, p := range ps {
+		thread := "-"
+		if !p.All {
+			thread = cell(p.Thread, 40)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", p.Scope(), thread, p.KeepLast, formatAge(p.MaxAge),
+			cell(p.Actor, actorWidth), tableTime(p.Time.UnixMilli()), p.ID.Short())
+	}
+	return tw.Flush()
+}
+
+// appliedJSON is the --json form of what retention did to one thread.
+type appliedJSON struct {
+	Thread   string       `json:"thread"`
+	Policy   policyJSON   `json:"policy"`
+	Kept     int          `json:"kept"`
+	Erased   []string     `json:"erased"`
+	Erasures []receiptRef `json:"erasures"`
+	Corrupt  int          `json:"corrupt"`
+}
+
+func newRetentionApplyCommand(a *app) *cobra.Command {
+	var actor string
+	cmd := &cobra.Command{
+		Use:   "apply [flags]",
+		Short: "Enforce the retention policies on every thread",
+		Long: `Enforce the retention policies on every thread that has checkpoints: erase
+the checkpoints its policy does not keep, with one erasure record per
+thread (reason "retention"). Prints one line for each thread a policy
+governs: the checkpoints kept and erased, and the erasure record. Applying
+again erases nothing more, and a policy change never erases what the new
+policy keeps.`,
+		Args: cobra.NoArgs,
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			actor, err := actorFlag(actor)
+			if err != nil {
+				return fmt.Errorf("retention apply: %w", err)
+			}
+			ctx, cancel := a.storageContext(cmd)
+			defer cancel()
+			c, err := a.open(ctx)
+			if err != nil {
+				return fmt.Errorf("retention apply: %w", err)
+			}
+			res, err := c.ApplyRetention(ctx, actor)
+			if werr := a.writeApplied(cmd, res); werr != nil && err == nil {
+				err = werr
+			}
+			if err != nil {
+				return fmt.Errorf("retention apply: %w", err)
+			}
+			return nil
+		}),
+	}
+	cmd.Flags().StringVar(&actor, "actor", "", "actor DID of the erasure records (default $SPL_ACTOR)")
+	return cmd
+}
+
+func (a *app) writeApplied(cmd *cobra.Command, res []sdk.RetentionResult) error {
+	if a.json {
+		out := make([]appliedJSON, 0, len(res))
+		for _, r := range res {
+			out = append(out, appliedJSON{Thread: r.Thread, Policy: newPolicyJSON(r.Policy), Kept: r.Kept,
+				Erased: idStrings(r.Erased), Erasures: receiptRefs(r.Erasures), Corrupt: r.Corrupt})
+		}
+		return writeJSON(cmd.OutOrStdout(), out)
+	}
+	w := cmd.OutOrStdout()
+	if len(res) == 0 {
+		_, err := fmt.Fprintln(w, "no retention policy: nothing to erase")
+		return err
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, "THREAD\tPOLICY\tKEPT\tERASED\tERASURE")
+	total := 0
+	for _, r := range res {
+		policy := fmt.Sprintf("%s: last %d", r.Policy.Scope(), r.Policy.KeepLast)
+		if r.Policy.MaxAge > 0 {
+			policy += ", " + formatAge(r.Policy.MaxAge)
+		}
+		erasure := "-"
+		if len(r.Erasures) > 0 {
+			last := r.Erasures[len(r.Erasures)-1]
+			erasure = fmt.Sprintf("%s (clock %d)", last.ID, last.Clock)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", cell(r.Thread, 40), policy, r.Kept, len(r.Erased), erasure)
+		total += len(r.Erased)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "erased %d checkpoints on %d threads\n", total, len(res))
+	return err
+}
+
+func newSessionPinCommand(a *app) *cobra.Command {
+	var thread, reason, actor string
+	cmd := &cobra.Command{
+		Use:   "pin ID [--thread THREAD] [--reason TEXT] [flags]",
+		Short: "Pin a checkpoint so that retention keeps it",
+		Long: `Pin a checkpoint: retention keeps it whatever the policy. The pin is a
+record (kind core.pin) on the checkpoint's thread. Without --thread the
+checkpoint is looked for in the whole log. Pinning a pinned checkpoint
+does nothing and says so. A pin does not stop "spl erase".`,
+		Args: cobra.ExactArgs(1),
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			id, err := records.ParseID(args[0])
+			if err != nil {
+				return fmt.Errorf("session pin: %w", err)
+			}
+			actor, err := actorFlag(actor)
+			if err != nil {
+				return fmt.Errorf("session pin: %w", err)
+			}
+			ctx, cancel := a.storageContext(cmd)
+			defer cancel()
+			c, err := a.open(ctx)
+			if err != nil {
+				return fmt.Errorf("session pin: %w", err)
+			}
+			p, err := c.Pin(ctx, thread, actor, id, reason)
+			if err != nil {
+				return fmt.Errorf("session pin: %w", err)
+			}
+			if a.json {
+				return writeJSON(cmd.OutOrStdout(), struct {
+					receiptRef
+					Thread  string `json:"thread"`
+					Target  string `json:"target"`
+					Already bool   `json:"already"`
+				}{receiptRef{p.ID.String(), p.Clock}, p.Thread, id.String(), p.Already})
+			}
+			if p.Already {
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "already pinned: %s (pin %s, clock %d), nothing to do\n", id, p.ID, p.Clock)
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "pinned: %s\nid:    %s\nclock: %d\n", id, p.ID, p.Clock)
+			return err
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&thread, "thread", "", "thread of the checkpoint (faster)")
+	f.StringVar(&reason, "reason", "", "why it is pinned (at most 1 KiB)")
+	f.StringVar(&actor, "actor", "", "actor DID (default $SPL_ACTOR)")
+	return cmd
+}

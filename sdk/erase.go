@@ -1,0 +1,384 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	splog "github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/records"
+)
+
+// ErrNotErasable reports an erasure the log refuses: an erasure record
+// (erasures are the audit trail and stay) or a record of another thread.
+var ErrNotErasable = splog.ErrNotErasable
+
+// MaxErasureTargets is the most records one erasure record names. Erase
+// and retention split larger sets into several erasure records; a target
+// (id, clock and header) takes at most about 700 bytes, so 1,000 of them
+// fit in one record (records.MaxEncodedSize).
+const MaxErasureTargets = 1000
+
+// Verification reports, as the log produces them.
+type (
+	// VerifyReport is what Verify and VerifyAll found: records checked,
+	// erased (explained by an erasure record), corrupt and missing.
+	VerifyReport = splog.VerifyReport
+	// VerifyProblem is one corrupt or missing record of a VerifyReport.
+	VerifyProblem = splog.VerifyProblem
+	// ErasedRecord is one record of a VerifyReport that an erasure removed.
+	ErasedRecord = splog.ErasedRecord
+)
+
+// EraseResult says what Erase did.
+type EraseResult struct {
+	// Erasures are the core.erasure records appended, oldest first: one
+	// for every MaxErasureTargets records erased, none when every id was
+	// already erased.
+	Erasures []Receipt
+	// Erased are the ids this call erased.
+	Erased []records.ID
+	// Already are the ids an earlier erasure had erased; for them Erase
+	// did nothing.
+	Already []records.ID
+}
+
+// Erase erases records of thread, as actor (empty: the client's actor),
+// for reason: it appends a core.erasure record (act FORGET) that names
+// them, with their headers and clocks, then deletes their messages
+// securely (the server overwrites the bytes on disk). Later reads never
+// return them, and the thread still verifies through the headers the
+// erasure record keeps.
+//
+// Erase refuses, changing nothing, an id that is no record (ErrNotFound),
+// an erasure record or a record of another thread (ErrNotErasable), and an
+// empty or overlong reason (records.ErrInvalid). An id an earlier erasure
+// erased is reported in Already and otherwise ignored. More than
+// MaxErasureTargets ids are checked all together first, then erased by
+// several erasure records.
+func (c *Client) Erase(ctx context.Context, thread, actor string, ids []records.ID, reason string) (EraseResult, error) {
+	if actor == "" {
+		actor = c.cfg.actor
+	}
+	if actor == "" {
+		return EraseResult{}, ErrNoActor
+	}
+	if len(ids) == 0 {
+		return EraseResult{}, &records.FieldError{Field: "ids", Rule: "must name at least one record"}
+	}
+	if err := checkErasure(thread, actor, reason); err != nil {
+		return EraseResult{}, err
+	}
+	if len(ids) > MaxErasureTargets {
+		if err := c.checkErasable(ctx, thread, ids); err != nil {
+			return EraseResult{}, err
+		}
+	}
+	return c.erase(ctx, thread, actor, ids, reason, MaxErasureTargets)
+}
+
+// erase erases ids, per records an erasure record.
+func (c *Client) erase(ctx context.Context, thread, actor string, ids []records.ID, reason string, per int) (EraseResult, error) {
+	var res EraseResult
+	for chunk := range slices.Chunk(ids, per) {
+		r, err := c.log.Erase(ctx, thread, chunk, reason, actor)
+		if r.Erasure.Clock != 0 {
+			res.Erasures = append(res.Erasures, receipt(r.Erasure))
+		}
+		res.Erased = append(res.Erased, r.Erased...)
+		res.Already = append(res.Already, r.Already...)
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// checkErasure validates what an erasure record of thread by actor with
+// reason would hold, before anything is read or written.
+func checkErasure(thread, actor, reason string) error {
+	// A stand-in target: the record's rules (thread, actor, reason) are
+	// checked by building the erasure record itself.
+	h := records.Header{V: records.FormatVersion, Act: records.ActKnow, Kind: "x", Thread: "x", Actor: actor, TS: 1}
+	_, err := records.New(records.ActForget, records.KindErasure, thread, actor, time.Now(),
+		&records.Erasure{Targets: []records.ErasureTarget{{ID: h.ID(), Header: h}}, Reason: reason})
+	return err
+}
+
+// checkErasable refuses, as the log would, any id of ids that Erase cannot
+// erase, reading thread once.
+func (c *Client) checkErasable(ctx context.Context, thread string, ids []records.ID) error {
+	present := make(map[records.ID]string) // id → kind
+	erased := make(map[records.ID]bool)
+	for e, err := range c.log.Read(ctx, thread) {
+		if errors.Is(err, records.ErrCorrupt) {
+			continue // named or not, the log's own check reports it
+		}
+		if err != nil {
+			return fmt.Errorf("erase: read thread: %w", err)
+		}
+		present[e.ID] = e.Record.Header.Kind
+		if e.Record.Header.Kind == records.KindErasure {
+			if er, err := records.DecodeErasure(e.Record.Body); err == nil {
+				for _, t := range er.Targets {
+					erased[t.ID] = true
+				}
+			}
+		}
+	}
+	for _, id := range ids {
+		kind, ok := present[id]
+		switch {
+		case erased[id]:
+		case ok && kind == records.KindErasure:
+			return fmt.Errorf("%w: %s is an erasure record; erasures stay as the audit trail", ErrNotErasable, id)
+		case ok:
+		default:
+			if other, err := c.log.Get(ctx, id, ""); err == nil {
+				return fmt.Errorf("%w: %s is on thread %q, not %q", ErrNotErasable, id, other.Record.Header.Thread, thread)
+			}
+			return fmt.Errorf("erase: record %s on thread %q: %w", id, thread, ErrNotFound)
+		}
+	}
+	return nil
+}
+
+// Verify walks thread and checks every record's id, body digest and prev
+// link, bridging erased records through the headers their erasure records
+// keep. Corrupt records and gaps that no erasure explains are in the
+// report; VerifyReport.OK says whether there are none.
+func (c *Client) Verify(ctx context.Context, thread string) (VerifyReport, error) {
+	return c.log.Verify(ctx, thread)
+}
+
+// VerifyAll verifies every thread of the log and accounts for every clock:
+// a message gone that no erasure names is missing. progress, when set, is
+// called with the number of messages read so far, every 10,000 and at the
+// end.
+func (c *Client) VerifyAll(ctx context.Context, progress func(read uint64)) (VerifyReport, error) {
+	return c.log.VerifyAll(ctx, progress)
+}
+
+// Tombstone is what is left of an erased record: its header, kept by the
+// erasure record, and who erased it, when and why.
+type Tombstone struct {
+	ID       records.ID
+	Clock    uint64         // where the record was; 0 when the erasure did not say
+	Header   records.Header // the erased record's header
+	ErasedBy Receipt        // the erasure record
+	Actor    string         // who erased it (the erasure record's actor)
+	Time     time.Time      // when (the erasure record's time)
+	Reason   string
+}
+
+// Tombstones returns the records of thread that erasures removed, in the
+// order of their clocks. Erasure records that do not verify are skipped
+// and reported in the error (wrapping records.ErrCorrupt), next to the
+// tombstones of the others.
+func (c *Client) Tombstones(ctx context.Context, thread string) ([]Tombstone, error) {
+	var out []Tombstone
+	var errs []error
+	seen := make(map[records.ID]bool)
+	for e, err := range c.log.Read(ctx, thread, splog.Kind(records.KindErasure)) {
+		if err != nil {
+			if !errors.Is(err, records.ErrCorrupt) {
+				return out, fmt.Errorf("tombstones: %w", err)
+			}
+			errs = append(errs, err)
+			continue
+		}
+		er, err := records.DecodeErasure(e.Record.Body)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("erasure at clock %d: %w", e.Clock, err))
+			continue
+		}
+		for _, t := range er.Targets {
+			if seen[t.ID] {
+				continue
+			}
+			seen[t.ID] = true
+			out = append(out, Tombstone{
+				ID: t.ID, Clock: t.Clock, Header: t.Header,
+				ErasedBy: receipt(e), Actor: e.Record.Header.Actor, Time: e.Record.Time(),
+				Reason: er.Reason,
+			})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Tombstone) int { return compareClock(a.Clock, b.Clock) })
+	return out, errors.Join(errs...)
+}
+
+func compareClock(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// ErasedError reports that a record looked up by id was erased. It wraps
+// ErrNotFound.
+type ErasedError struct {
+	Tombstone Tombstone
+}
+
+// Error implements error.
+func (e *ErasedError) Error() string {
+	t := e.Tombstone
+	return fmt.Sprintf("record %s was erased by %s at %s: %s", t.ID, t.ErasedBy.ID,
+		t.Time.Format(time.RFC3339), t.Reason)
+}
+
+// Unwrap returns ErrNotFound.
+func (e *ErasedError) Unwrap() error { return ErrNotFound }
+
+// Record looks a record up by id, on thread (empty: anywhere in the log,
+// which takes time in proportion to the log's size), and verifies it. It
+// checks every message of the record's thread that claims the id, so that
+// a forged copy beside the original is found too.
+//
+// When a message claiming id fails verification, Record returns the error
+// (wrapping records.ErrCorrupt, a *log.CorruptError naming its clock) and,
+// beside it, the Record as stored at that clock: ID and Clock always, and
+// the record decoded without verification when its bytes decode. When no
+// message holds id, the error is an *ErasedError if one of the thread's
+// erasure records names it (only with a thread), else ErrNotFound.
+func (c *Client) Record(ctx context.Context, id records.ID, thread string) (Record, error) {
+	if thread == "" {
+		e, err := c.log.Get(ctx, id, "")
+		var ce *splog.CorruptError
+		switch {
+		case err == nil:
+			thread = e.Record.Header.Thread
+		case errors.As(err, &ce):
+			t, ok := splog.ThreadFromToken(subjectToken(ce.Subject))
+			if !ok {
+				return c.unverified(ctx, id, ce), err
+			}
+			thread = t
+		case errors.Is(err, ErrNotFound):
+			return Record{}, fmt.Errorf("record %s: %w", id, ErrNotFound)
+		default:
+			return Record{}, fmt.Errorf("record %s: %w", id, err)
+		}
+	}
+	clocks, err := c.claimants(ctx, splog.ThreadSubject(thread), id)
+	if err != nil {
+		return Record{}, fmt.Errorf("record %s: %w", id, err)
+	}
+	var found *Record
+	for _, clock := range clocks {
+		e, err := c.log.At(ctx, clock)
+		var ce *splog.CorruptError
+		switch {
+		case err == nil && found == nil:
+			found = &Record{ID: e.ID, Clock: e.Clock, Record: e.Record}
+		case err == nil:
+		case errors.As(err, &ce):
+			return c.unverified(ctx, id, ce), err
+		case errors.Is(err, ErrNotFound):
+			// Erased (or deleted) since the scan.
+		default:
+			return Record{}, fmt.Errorf("record %s: %w", id, err)
+		}
+	}
+	if found != nil {
+		return *found, nil
+	}
+	ts, err := c.Tombstones(ctx, thread)
+	for _, t := range ts {
+		if t.ID == id {
+			return Record{ID: id, Clock: t.Clock}, &ErasedError{Tombstone: t}
+		}
+	}
+	if err != nil {
+		return Record{}, fmt.Errorf("record %s: %w", id, err)
+	}
+	return Record{}, fmt.Errorf("record %s on thread %q: %w", id, thread, ErrNotFound)
+}
+
+// unverified returns the message ce names as a Record, decoded without
+// verification when it decodes.
+func (c *Client) unverified(ctx context.Context, id records.ID, ce *splog.CorruptError) Record {
+	r := Record{ID: id, Clock: ce.Clock}
+	s, err := c.log.JetStream().Stream(ctx, c.log.StreamName())
+	if err != nil {
+		return r
+	}
+	m, err := s.GetMsg(ctx, ce.Clock)
+	if err != nil {
+		return r
+	}
+	if rec, err := records.Unmarshal(m.Data); err == nil {
+		r.Record = rec
+	}
+	return r
+}
+
+// claimants returns the clocks of the messages under filter whose id
+// header is id, reading headers only.
+func (c *Client) claimants(ctx context.Context, filter string, id records.ID) ([]uint64, error) {
+	s, err := c.log.JetStream().Stream(ctx, c.log.StreamName())
+	if err != nil {
+		return nil, fmt.Errorf("stream: %w", err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		return nil, fmt.Errorf("stream info: %w", err)
+	}
+	if len(info.State.Subjects) == 0 {
+		return nil, nil
+	}
+	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{filter},
+		HeadersOnly:    true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("consumer: %w", err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return nil, fmt.Errorf("consumer: %w", err)
+	}
+	defer it.Stop()
+	want := id.String()
+	var clocks []uint64
+	for {
+		// The filter held messages a moment ago; a quiet consumer means
+		// they went since.
+		mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		m, err := it.Next(jetstream.NextContext(mctx))
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				return clocks, nil
+			}
+			return nil, fmt.Errorf("read headers: %w", err)
+		}
+		meta, err := m.Metadata()
+		if err != nil {
+			return nil, fmt.Errorf("read headers: %w", err)
+		}
+		if m.Headers().Get(splog.HeaderID) == want {
+			clocks = append(clocks, meta.Sequence.Stream)
+		}
+		if meta.NumPending == 0 {
+			return clocks, nil
+		}
+	}
+}
+
+// subjectToken returns the thread token of a record subject,
+// spl.rec.<token>.<kind…>.
+func subjectToken(subject string) string {
+	rest := strings.TrimPrefix(subject, splog.SubjectPrefix+".")
+	tok, _, _ := strings.Cut(rest, ".")
+	return tok
+}

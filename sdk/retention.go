@@ -1,0 +1,383 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	splog "github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/records"
+)
+
+// RetentionThread is the reserved thread that holds the retention policy
+// of all threads (scope "all"). A thread's own policy is on the thread.
+const RetentionThread = "spl/retention"
+
+// ReasonRetention is the reason of the erasure records retention appends.
+const ReasonRetention = "retention"
+
+// RetentionPolicy says which checkpoints (records of kind
+// agent.session.checkpoint; retention touches no other kind) of a thread
+// are kept: the newest KeepLast, those younger than MaxAge (when set),
+// named ones and pinned ones. Retention erases every other checkpoint of
+// the thread, with erasure records of reason "retention".
+//
+// A policy is stored as a core.retention record: a thread's policy on the
+// thread itself, the policy of all threads (All) on RetentionThread. The
+// newest policy record wins; a thread's own policy overrides the policy of
+// all threads.
+type RetentionPolicy struct {
+	Thread   string        // the thread the policy is for; empty with All
+	All      bool          // the policy of every thread without one of its own
+	KeepLast int           // keep the newest KeepLast checkpoints; at least 1
+	MaxAge   time.Duration // also keep those younger than MaxAge; 0: no age limit
+
+	// Where a stored policy is, and who set it when (Retention,
+	// RetentionFor).
+	ID    records.ID
+	Clock uint64
+	Actor string
+	Time  time.Time
+}
+
+// Scope is "all" for the policy of all threads, else "thread".
+func (p RetentionPolicy) Scope() string {
+	if p.All {
+		return records.ScopeAll
+	}
+	return records.ScopeThread
+}
+
+// body checks p and returns its record body and thread.
+func (p RetentionPolicy) body() (*records.Retention, string, error) {
+	var thread string
+	switch {
+	case p.All && p.Thread != "":
+		return nil, "", &records.FieldError{Field: "thread", Rule: "give a thread or All, not both"}
+	case p.All:
+		thread = RetentionThread
+	case p.Thread == "":
+		return nil, "", &records.FieldError{Field: "thread", Rule: "give the thread of the policy, or All for every thread"}
+	case p.Thread == RetentionThread:
+		return nil, "", &records.FieldError{Field: "thread", Rule: fmt.Sprintf("%q is reserved for the policy of all threads; use All", RetentionThread)}
+	default:
+		thread = p.Thread
+	}
+	if p.KeepLast < 1 {
+		return nil, "", &records.FieldError{Field: "keep_last", Rule: fmt.Sprintf("must be at least 1 (the newest checkpoint is always kept), got %d", p.KeepLast)}
+	}
+	if p.MaxAge < 0 || (p.MaxAge > 0 && p.MaxAge < time.Millisecond) {
+		return nil, "", &records.FieldError{Field: "max_age", Rule: fmt.Sprintf("must be 0 (no age limit) or at least 1ms, got %v", p.MaxAge)}
+	}
+	return &records.Retention{Scope: p.Scope(), KeepLast: uint64(p.KeepLast), MaxAgeMS: uint64(p.MaxAge.Milliseconds())}, thread, nil
+}
+
+// SetRetention stores policy p, as actor (empty: the client's actor). It
+// erases nothing by itself: the policy is enforced whenever a checkpoint
+// is saved to a thread it governs, and for every thread by ApplyRetention.
+func (c *Client) SetRetention(ctx context.Context, actor string, p RetentionPolicy) (Receipt, error) {
+	body, thread, err := p.body()
+	if err != nil {
+		return Receipt{}, err
+	}
+	r, err := c.Emit(ctx, Event{Act: records.ActKnow, Kind: records.KindRetention, Thread: thread, Actor: actor, Body: body})
+	if err != nil {
+		return Receipt{}, err
+	}
+	return r, nil
+}
+
+// Retention lists the policies in force: the policy of all threads first,
+// if there is one, then each thread's own, by thread.
+func (c *Client) Retention(ctx context.Context) ([]RetentionPolicy, error) {
+	var out []RetentionPolicy
+	all, err := c.storedPolicy(ctx, RetentionThread, records.ScopeAll)
+	switch {
+	case err == nil:
+		out = append(out, all)
+	case !errors.Is(err, ErrNotFound):
+		return nil, err
+	}
+	threads, err := c.threadsWith(ctx, records.KindRetention)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range threads {
+		if t == RetentionThread {
+			continue
+		}
+		p, err := c.storedPolicy(ctx, t, records.ScopeThread)
+		switch {
+		case err == nil:
+			out = append(out, p)
+		case !errors.Is(err, ErrNotFound):
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// RetentionFor returns the policy that governs thread: its own, else the
+// policy of all threads, else ErrNotFound. It costs two last-by-subject
+// gets.
+func (c *Client) RetentionFor(ctx context.Context, thread string) (RetentionPolicy, error) {
+	if thread != RetentionThread {
+		p, err := c.storedPolicy(ctx, thread, records.ScopeThread)
+		if !errors.Is(err, ErrNotFound) {
+			return p, err
+		}
+	}
+	return c.storedPolicy(ctx, RetentionThread, records.ScopeAll)
+}
+
+// storedPolicy reads the newest core.retention record of thread. A record
+// whose scope is not want (a thread policy on RetentionThread, a policy of
+// all threads elsewhere) is no policy: ErrNotFound.
+func (c *Client) storedPolicy(ctx context.Context, thread, want string) (RetentionPolicy, error) {
+	e, err := c.log.Latest(ctx, thread, records.KindRetention)
+	if err != nil {
+		return RetentionPolicy{}, fmt.Errorf("retention policy of %q: %w", thread, err)
+	}
+	r, err := records.DecodeRetention(e.Record.Body)
+	if err == nil {
+		err = r.Validate()
+	}
+	if err != nil {
+		return RetentionPolicy{}, fmt.Errorf("retention policy of %q at clock %d: %w", thread, e.Clock, err)
+	}
+	if r.Scope != want {
+		return RetentionPolicy{}, fmt.Errorf("retention policy of %q: the newest has scope %q: %w", thread, r.Scope, ErrNotFound)
+	}
+	p := RetentionPolicy{
+		KeepLast: int(min(r.KeepLast, uint64(1<<31-1))),
+		MaxAge:   time.Duration(min(r.MaxAgeMS, uint64(1<<63-1)/uint64(time.Millisecond))) * time.Millisecond,
+		ID:       e.ID, Clock: e.Clock, Actor: e.Record.Header.Actor, Time: e.Record.Time(),
+	}
+	if r.Scope == records.ScopeAll {
+		p.All = true
+	} else {
+		p.Thread = thread
+	}
+	return p, nil
+}
+
+// RetentionResult is what retention did to one thread.
+type RetentionResult struct {
+	Thread   string
+	Policy   RetentionPolicy
+	Kept     int          // checkpoints kept
+	Erased   []records.ID // checkpoints erased now
+	Erasures []Receipt    // the erasure records that erased them
+	Corrupt  int          // checkpoints that did not verify: never erased by retention, not counted as kept
+}
+
+// RetentionError reports that a checkpoint was saved but its thread's
+// retention policy could not be enforced.
+type RetentionError struct {
+	Thread string
+	Err    error
+}
+
+// Error implements error.
+func (e *RetentionError) Error() string {
+	return fmt.Sprintf("checkpoint saved; retention of thread %q not applied (the next save or apply retries): %v", e.Thread, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *RetentionError) Unwrap() error { return e.Err }
+
+// ApplyRetention enforces the retention policies on every thread that has
+// checkpoints, as actor (empty: the client's actor), and returns what it
+// did to each thread a policy governs. Applying again erases nothing more
+// (until checkpoints age past a MaxAge).
+func (c *Client) ApplyRetention(ctx context.Context, actor string) ([]RetentionResult, error) {
+	if actor == "" {
+		actor = c.cfg.actor
+	}
+	if actor == "" {
+		return nil, ErrNoActor
+	}
+	policies, err := c.threadsWith(ctx, records.KindRetention)
+	if err != nil {
+		return nil, err
+	}
+	if len(policies) == 0 {
+		return nil, nil
+	}
+	threads, err := c.threadsWith(ctx, records.KindCheckpoint)
+	if err != nil {
+		return nil, err
+	}
+	var out []RetentionResult
+	for _, t := range threads {
+		res, err := c.enforceRetention(ctx, t, actor)
+		if err != nil {
+			return out, err
+		}
+		if res.Policy.KeepLast > 0 {
+			out = append(out, res)
+		}
+	}
+	return out, nil
+}
+
+// enforceRetention erases the checkpoints of thread its policy does not
+// keep. Without a policy it does nothing (a zero Policy in the result).
+func (c *Client) enforceRetention(ctx context.Context, thread, actor string) (RetentionResult, error) {
+	res := RetentionResult{Thread: thread}
+	p, err := c.RetentionFor(ctx, thread)
+	if errors.Is(err, ErrNotFound) {
+		return res, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	res.Policy = p
+	return c.enforce(ctx, res, actor, time.Now())
+}
+
+// enforce erases the checkpoints of res.Thread that res.Policy does not
+// keep at now. It never erases what it cannot read: a checkpoint that
+// does not verify or decode is left alone.
+func (c *Client) enforce(ctx context.Context, res RetentionResult, actor string, now time.Time) (RetentionResult, error) {
+	thread, p := res.Thread, res.Policy
+	var cps []splog.Entry
+	for e, err := range c.log.Read(ctx, thread, splog.Kind(records.KindCheckpoint)) {
+		if errors.Is(err, records.ErrCorrupt) {
+			res.Corrupt++
+			continue
+		}
+		if err != nil {
+			return res, fmt.Errorf("retention of %q: read checkpoints: %w", thread, err)
+		}
+		cps = append(cps, e)
+	}
+	pinned, err := c.pinned(ctx, thread)
+	if err != nil {
+		return res, fmt.Errorf("retention of %q: %w", thread, err)
+	}
+	var drop []records.ID
+	for i, e := range cps {
+		_, pin := pinned[e.ID]
+		keep := i >= len(cps)-p.KeepLast || pin ||
+			(p.MaxAge > 0 && now.Sub(e.Record.Time()) < p.MaxAge)
+		if !keep {
+			cp, err := records.DecodeCheckpoint(e.Record.Body)
+			keep = err != nil || cp.Name != ""
+		}
+		if keep {
+			res.Kept++
+		} else {
+			drop = append(drop, e.ID)
+		}
+	}
+	if len(drop) == 0 {
+		return res, nil
+	}
+	er, err := c.erase(ctx, thread, actor, drop, ReasonRetention, MaxErasureTargets)
+	res.Erased, res.Erasures = er.Erased, er.Erasures
+	if err != nil {
+		return res, fmt.Errorf("retention of %q: %w", thread, err)
+	}
+	return res, nil
+}
+
+// pinned returns the ids the core.pin records of thread pin, each with
+// its first pin record.
+func (c *Client) pinned(ctx context.Context, thread string) (map[records.ID]Receipt, error) {
+	out := make(map[records.ID]Receipt)
+	for e, err := range c.log.Read(ctx, thread, splog.Kind(records.KindPin)) {
+		if errors.Is(err, records.ErrCorrupt) {
+			continue // a pin that does not verify pins nothing
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read pins: %w", err)
+		}
+		if pin, err := records.DecodePin(e.Record.Body); err == nil {
+			if _, ok := out[pin.Target]; !ok {
+				out[pin.Target] = receipt(e)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Pinned says what Pin did.
+type Pinned struct {
+	Receipt        // the core.pin record (the earlier one when Already)
+	Thread  string // the thread of the checkpoint, where the pin is
+	Already bool   // the checkpoint was already pinned; nothing was appended
+}
+
+// Pin pins the checkpoint id, as actor (empty: the client's actor), so
+// that retention keeps it whatever the policy. thread narrows the search
+// for id (empty: the whole log). It appends a core.pin record on the
+// checkpoint's thread, unless one already pins it. A record that is not a
+// checkpoint is refused (records.ErrInvalid); an unknown id is ErrNotFound.
+// A pin does not stop an explicit Erase.
+func (c *Client) Pin(ctx context.Context, thread, actor string, id records.ID, reason string) (Pinned, error) {
+	if actor == "" {
+		actor = c.cfg.actor
+	}
+	if actor == "" {
+		return Pinned{}, ErrNoActor
+	}
+	check := thread
+	if check == "" {
+		check = "x"
+	}
+	if _, err := records.New(records.ActKnow, records.KindPin, check, actor, time.Now(), &records.Pin{Target: id, Reason: reason}); err != nil {
+		return Pinned{}, err
+	}
+	e, err := c.log.Get(ctx, id, thread)
+	if err != nil {
+		return Pinned{}, err
+	}
+	if k := e.Record.Header.Kind; k != records.KindCheckpoint {
+		return Pinned{}, &records.FieldError{Field: "id",
+			Rule: fmt.Sprintf("%s is a %s record; only checkpoints (%s) can be pinned", id, k, records.KindCheckpoint)}
+	}
+	thread = e.Record.Header.Thread
+	pins, err := c.pinned(ctx, thread)
+	if err != nil {
+		return Pinned{}, err
+	}
+	if r, ok := pins[id]; ok {
+		return Pinned{Receipt: r, Thread: thread, Already: true}, nil
+	}
+	r, err := c.Emit(ctx, Event{Act: records.ActKnow, Kind: records.KindPin, Thread: thread, Actor: actor,
+		Body: &records.Pin{Target: id, Reason: reason}})
+	if err != nil {
+		return Pinned{}, err
+	}
+	return Pinned{Receipt: r, Thread: thread}, nil
+}
+
+// threadsWith lists, sorted, the threads that hold records of kind, from
+// the stream's per-subject counts (no record is read).
+func (c *Client) threadsWith(ctx context.Context, kind string) ([]string, error) {
+	s, err := c.log.JetStream().Stream(ctx, c.log.StreamName())
+	if err != nil {
+		return nil, fmt.Errorf("stream: %w", err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(splog.SubjectPrefix+".*."+kind))
+	if err != nil {
+		return nil, fmt.Errorf("stream info: %w", err)
+	}
+	var out []string
+	for subj, n := range info.State.Subjects {
+		if n == 0 || !strings.HasSuffix(subj, "."+kind) {
+			continue
+		}
+		if t, ok := splog.ThreadFromToken(subjectToken(subj)); ok {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
