@@ -55,6 +55,11 @@ func (l *Log) Erase(ctx context.Context, thread string, ids []records.ID, reason
 	}
 	res := EraseResult{Already: already}
 	if len(targets) == 0 {
+		// Nothing new to erase; an earlier erasure's deletes may still be
+		// pending (an interrupted delete phase): finish them now.
+		if err := l.finishErasures(ctx); err != nil {
+			return res, fmt.Errorf("finish pending erasures: %w", err)
+		}
 		return res, nil
 	}
 	rec, err := records.New(records.ActForget, records.KindErasure, thread, actor, l.now(), &records.Erasure{Targets: targets, Reason: reason})

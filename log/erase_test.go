@@ -133,12 +133,26 @@ func TestEraseFinishedAfterCrash(t *testing.T) {
 	if _, err := l.At(ctxT(t), es[1].Clock); err != nil {
 		t.Fatalf("before reopen the record should still be there: %v", err)
 	}
+	// A retry in the same process finishes the deletes too.
+	l.afterEraseAppend = nil
+	res, err := l.Erase(ctxT(t), "th_crash", []records.ID{es[1].ID}, "r", actor)
+	if err != nil || len(res.Already) != 1 {
+		t.Fatalf("retry: %+v, %v", res, err)
+	}
+	if _, err := l.At(ctxT(t), es[1].Clock); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("after the retry: err=%v, want ErrNotFound", err)
+	}
+	// And a crash that leaves deletes pending is finished by the next open.
+	l.afterEraseAppend = func() error { return crash }
+	if _, err := l.Erase(ctxT(t), "th_crash", []records.ID{es[2].ID}, "r", actor); !errors.Is(err, crash) {
+		t.Fatalf("Erase: err=%v, want the injected crash", err)
+	}
 	l.Close()
 	l2 := openTest(t, dir)
-	if _, err := l2.At(ctxT(t), es[1].Clock); !errors.Is(err, ErrNotFound) {
+	if _, err := l2.At(ctxT(t), es[2].Clock); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("after reopen: err=%v, want ErrNotFound", err)
 	}
-	if ids(readAll(t, l2, "th_crash"))[es[1].ID] {
+	if ids(readAll(t, l2, "th_crash"))[es[2].ID] {
 		t.Fatalf("erased record still read after reopen")
 	}
 }
