@@ -39,6 +39,7 @@ var (
 type Option func(*config)
 
 type config struct {
+	replicas     int
 	dir          string
 	actor        string
 	queueSize    int
@@ -49,6 +50,10 @@ type config struct {
 // WithDir sets the data directory of the embedded log. The default is
 // $SPL_HOME, else ~/.spl.
 func WithDir(dir string) Option { return func(c *config) { c.dir = dir } }
+
+// WithReplicas sets the replicas of the stream when the client creates it
+// on a server that has none yet (3 in a typical cluster). Default 1.
+func WithReplicas(n int) Option { return func(c *config) { c.replicas = n } }
 
 // WithActor sets the actor (a DID) of records emitted without one. The
 // default is $SPL_ACTOR.
@@ -130,18 +135,24 @@ func newConfig(opts []Option) config {
 	return c
 }
 
-// Open opens the embedded log in the data directory (WithDir, $SPL_HOME or
-// ~/.spl), starting an in-process server or joining the one another process
-// on the same directory already runs.
+// Open opens the log: the server named by $SPL_SERVER when it is set and
+// no WithDir is given, else the embedded log in the data directory
+// (WithDir, $SPL_HOME or ~/.spl), starting an in-process server or joining
+// the one another process on the same directory already runs.
 func Open(ctx context.Context, opts ...Option) (*Client, error) {
 	cfg := newConfig(opts)
-	return open(ctx, cfg, splog.Options{Dir: cfg.dir})
+	if url := os.Getenv("SPL_SERVER"); url != "" && cfg.dir == "" {
+		return open(ctx, cfg, splog.Options{URL: url, NATSOptions: cfg.natsOpts, Replicas: cfg.replicas})
+	}
+	return open(ctx, cfg, splog.Options{Dir: cfg.dir, Replicas: cfg.replicas})
 }
 
-// Connect connects to the spl log on the NATS server at url.
+// Connect connects to the spl log on the NATS server at url (several
+// servers of a cluster: comma-separated). Credentials, nkeys and TLS come
+// as nats.go options through WithNATSOptions.
 func Connect(ctx context.Context, url string, opts ...Option) (*Client, error) {
 	cfg := newConfig(opts)
-	return open(ctx, cfg, splog.Options{URL: url, NATSOptions: cfg.natsOpts})
+	return open(ctx, cfg, splog.Options{URL: url, NATSOptions: cfg.natsOpts, Replicas: cfg.replicas})
 }
 
 func open(ctx context.Context, cfg config, lo splog.Options) (*Client, error) {

@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/spl-dev/spl/records"
@@ -109,6 +110,13 @@ type app struct {
 	json    bool          // --json
 	timeout time.Duration // --timeout
 
+	server     string // --server: a NATS URL; empty for the embedded log
+	creds      string // --creds: NATS credentials file
+	nkeySeed   string // --nkey-seed: NATS nkey seed file
+	serverCA   string // --server-ca: CA of the server's TLS certificate
+	serverCert string // --server-cert, --server-key: client certificate
+	serverKey  string
+
 	client *sdk.Client
 }
 
@@ -127,10 +135,23 @@ func (a *app) dir() (string, error) {
 	return filepath.Join(h, ".spl"), nil
 }
 
-// open opens the client of this run, once.
+// open opens the client of this run, once: the server of --server (or
+// SPL_SERVER), else the embedded log of the data directory.
 func (a *app) open(ctx context.Context) (*sdk.Client, error) {
 	if a.client != nil {
 		return a.client, nil
+	}
+	if a.server != "" {
+		opts, err := a.natsOptions()
+		if err != nil {
+			return nil, err
+		}
+		c, err := sdk.Connect(ctx, a.server, sdk.WithNATSOptions(opts...))
+		if err != nil {
+			return nil, fmt.Errorf("connect to %s: %w", a.server, err)
+		}
+		a.client = c
+		return c, nil
 	}
 	dir, err := a.dir()
 	if err != nil {
@@ -142,6 +163,31 @@ func (a *app) open(ctx context.Context) (*sdk.Client, error) {
 	}
 	a.client = c
 	return c, nil
+}
+
+// natsOptions turns the connection flags into nats.go's own options.
+func (a *app) natsOptions() ([]nats.Option, error) {
+	var opts []nats.Option
+	if a.creds != "" {
+		opts = append(opts, nats.UserCredentials(a.creds))
+	}
+	if a.nkeySeed != "" {
+		o, err := nats.NkeyOptionFromSeed(a.nkeySeed)
+		if err != nil {
+			return nil, usagef("--nkey-seed: %v", err)
+		}
+		opts = append(opts, o)
+	}
+	if a.serverCA != "" {
+		opts = append(opts, nats.RootCAs(a.serverCA))
+	}
+	if (a.serverCert == "") != (a.serverKey == "") {
+		return nil, usagef("--server-cert and --server-key go together")
+	}
+	if a.serverCert != "" {
+		opts = append(opts, nats.ClientCert(a.serverCert, a.serverKey))
+	}
+	return opts, nil
 }
 
 // close closes the client of this run, if one was opened.
@@ -223,6 +269,8 @@ first spl process on a data directory runs the server, the others join it.
 
 Environment:
   SPL_HOME   data directory (default ~/.spl); --home overrides it
+  SPL_SERVER NATS URL of an spl server (spl serve) to use instead of the
+             embedded log; --server overrides it
   SPL_ACTOR  actor (a DID, e.g. did:sync:agent:dev) of the records you
              write; --actor overrides it
 
@@ -260,9 +308,16 @@ func newRootCommand(a *app) *cobra.Command {
 	f.StringVar(&a.home, "home", "", "data directory (default $SPL_HOME, else ~/.spl)")
 	f.BoolVar(&a.json, "json", false, "print machine-readable JSON on stdout")
 	f.DurationVar(&a.timeout, "timeout", DefaultTimeout, "give up on storage operations after this long")
+	f.StringVar(&a.server, "server", os.Getenv("SPL_SERVER"), "NATS URL of an spl server (default $SPL_SERVER; none: the embedded log)")
+	f.StringVar(&a.creds, "creds", os.Getenv("SPL_CREDS"), "NATS credentials file for --server (default $SPL_CREDS)")
+	f.StringVar(&a.nkeySeed, "nkey-seed", "", "NATS nkey seed file for --server")
+	f.StringVar(&a.serverCA, "server-ca", "", "CA of the server's TLS certificate (tls:// URLs)")
+	f.StringVar(&a.serverCert, "server-cert", "", "client TLS certificate for --server")
+	f.StringVar(&a.serverKey, "server-key", "", "client TLS key for --server")
 
 	root.AddCommand(newSessionCommand(a), newEmitCommand(a), newThreadCommand(a),
-		newRecordCommand(a), newEraseCommand(a), newVerifyCommand(a), newRetentionCommand(a))
+		newRecordCommand(a), newEraseCommand(a), newVerifyCommand(a), newRetentionCommand(a),
+		newServeCommand(a))
 	return root
 }
 

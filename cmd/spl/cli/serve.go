@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spl-dev/spl/serve"
+)
+
+func newServeCommand(a *app) *cobra.Command {
+	var cfg serve.Config
+	var logFormat, logLevel string
+	cmd := &cobra.Command{
+		Use:   "serve [flags]",
+		Short: "Run the log as a server: NATS for clients, an HTTP API, metrics",
+		Long: `Run the log of the data directory as a server: a NATS server with
+JetStream (every append fsynced before its ack) listening for spl clients
+(--server / SPL_SERVER), and an HTTP API (docs/http-api.yaml) with
+/healthz and Prometheus /metrics. Listens on loopback unless
+--allow-remote. With --cluster-name it is one node of a cluster
+(docs/cluster.md). SIGINT or SIGTERM shuts it down gracefully.`,
+		Example: `  spl serve
+  spl serve --listen 0.0.0.0:4222 --allow-remote --token "$TOKEN"
+  spl serve --name n1 --cluster-name spl --cluster 127.0.0.1:6222 --routes nats://127.0.0.1:6223,nats://127.0.0.1:6224`,
+		Args: cobra.NoArgs,
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			dir, err := a.dir()
+			if err != nil {
+				return err
+			}
+			cfg.Dir = dir
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return usagef("--log-level: %v", err)
+			}
+			hopts := &slog.HandlerOptions{Level: level}
+			var h slog.Handler
+			switch logFormat {
+			case "json":
+				h = slog.NewJSONHandler(cmd.ErrOrStderr(), hopts)
+			case "text":
+				h = slog.NewTextHandler(cmd.ErrOrStderr(), hopts)
+			default:
+				return usagef("--log-format must be text or json, got %q", logFormat)
+			}
+			s, err := serve.New(cfg, slog.New(h))
+			if err != nil {
+				return usagef("serve: %v", err) // names the field and the rule
+			}
+			if err := s.Start(cmd.Context()); err != nil {
+				return err
+			}
+			<-cmd.Context().Done() // SIGINT/SIGTERM; a second signal kills
+			ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+			defer cancel()
+			return s.Shutdown(ctx)
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Listen, "listen", serve.DefaultListen, "NATS client listener host:port")
+	f.StringVar(&cfg.HTTP, "http", serve.DefaultHTTP, "HTTP API listener host:port")
+	f.BoolVar(&cfg.NoHTTP, "no-http", false, "turn the HTTP API off")
+	f.BoolVar(&cfg.AllowRemote, "allow-remote", false, "allow listening on addresses that are not loopback")
+	f.StringVar(&cfg.ServerName, "name", "", "server name, unique and stable in a cluster")
+	f.StringVar(&cfg.ClusterName, "cluster-name", "", "cluster name: run as one node of a cluster")
+	f.StringVar(&cfg.ClusterListen, "cluster", "", "route listener host:port of this node")
+	f.StringSliceVar(&cfg.Routes, "routes", nil, "route URLs of the other nodes (nats://host:port, comma-separated)")
+	f.IntVar(&cfg.Replicas, "replicas", 0, "replicas of the stream when it is created (default 1, 3 in a cluster)")
+	f.StringVar(&cfg.NATSConfigFile, "nats-config", "", "nats-server configuration file (accounts, TLS, ...), applied before the flags")
+	f.StringVar(&cfg.Token, "token", os.Getenv("SPL_SERVE_TOKEN"), "require this token from clients (default $SPL_SERVE_TOKEN)")
+	f.StringVar(&cfg.User, "user", "", "require this user from clients (with --password)")
+	f.StringVar(&cfg.Password, "password", os.Getenv("SPL_SERVE_PASSWORD"), "password of --user (default $SPL_SERVE_PASSWORD)")
+	f.StringSliceVar(&cfg.NKeys, "nkey", nil, "public user nkey allowed to connect (repeatable)")
+	f.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate of the NATS listener")
+	f.StringVar(&cfg.TLSKey, "tls-key", "", "TLS key of the NATS listener")
+	f.StringVar(&cfg.TLSCA, "tls-ca", "", "CA that signs client certificates")
+	f.BoolVar(&cfg.TLSVerify, "tls-verify", false, "require client certificates signed by --tls-ca")
+	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", serve.DefaultShutdownTimeout, "bound on the graceful shutdown")
+	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	return cmd
+}
