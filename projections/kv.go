@@ -1,0 +1,293 @@
+package projections
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/spl-dev/spl/log"
+)
+
+// Headers of the JetStream publish protocol the store uses; the atomic
+// batch ones are ADR-50's, for which nats.go has no helper.
+const (
+	hdrBatchID     = "Nats-Batch-Id"
+	hdrBatchSeq    = "Nats-Batch-Sequence"
+	hdrBatchCommit = "Nats-Batch-Commit"
+	hdrExpectSubj  = "Nats-Expected-Last-Subject-Sequence"
+	hdrKVOperation = "KV-Operation"
+)
+
+// maxAtomic is the most messages in one atomic batch (the server's
+// default limit).
+const maxAtomic = 1000
+
+// MetaModel is the bucket of positions and leases ("pos.<name>",
+// "lease.<name>").
+const MetaModel = "meta"
+
+// BucketName is the KV bucket of model for the log in stream:
+// "spl_proj_<model>" for the default stream, "spl_proj_<stream>_<model>"
+// for another, so that logs sharing a server keep apart.
+func BucketName(stream, model string) string {
+	if stream == log.DefaultStream {
+		return "spl_proj_" + model
+	}
+	var b strings.Builder
+	for _, r := range stream {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return "spl_proj_" + b.String() + "_" + model
+}
+
+// kvStore is the Store of the runtime: one KV bucket per model (history
+// 1), written with atomic batches (one fsync per batch rather than per
+// value) whose every message expects its key's revision.
+type kvStore struct {
+	js       jetstream.JetStream
+	nc       *nats.Conn
+	d        direct
+	stream   string // the log's stream
+	replicas int
+}
+
+var _ Store = (*kvStore)(nil)
+
+func (s *kvStore) bucket(model string) string       { return BucketName(s.stream, model) }
+func (s *kvStore) kvStream(model string) string     { return "KV_" + s.bucket(model) }
+func (s *kvStore) subject(model, key string) string { return "$KV." + s.bucket(model) + "." + key }
+
+// ensure creates the bucket of model, or brings it to the settings the
+// store needs (atomic batches, direct gets, one revision per key).
+func (s *kvStore) ensure(ctx context.Context, model string) error {
+	b := s.bucket(model)
+	cfg := jetstream.StreamConfig{
+		Name:               "KV_" + b,
+		Description:        "spl projection read model " + model,
+		Subjects:           []string{"$KV." + b + ".>"},
+		MaxMsgsPerSubject:  1,
+		MaxMsgs:            -1,
+		MaxBytes:           -1,
+		MaxMsgSize:         -1,
+		MaxConsumers:       -1,
+		Storage:            jetstream.FileStorage,
+		Replicas:           s.replicas,
+		AllowRollup:        true,
+		DenyDelete:         true,
+		AllowDirect:        true,
+		Discard:            jetstream.DiscardNew,
+		Duplicates:         2 * time.Minute,
+		AllowAtomicPublish: true,
+	}
+	if _, err := s.js.CreateOrUpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("bucket %s: %w", b, err)
+	}
+	return nil
+}
+
+// purge removes every value of model. Writers that still expect a
+// revision of the purged values fail.
+func (s *kvStore) purge(ctx context.Context, model string) error {
+	st, err := s.js.Stream(ctx, s.kvStream(model))
+	if err != nil {
+		return fmt.Errorf("bucket %s: %w", s.bucket(model), err)
+	}
+	if err := st.Purge(ctx); err != nil {
+		return fmt.Errorf("purge %s: %w", s.bucket(model), err)
+	}
+	return nil
+}
+
+// Load implements Store.
+func (s *kvStore) Load(ctx context.Context, keys []Key) ([]Stored, error) {
+	out := make([]Stored, len(keys))
+	byModel := make(map[string][]int)
+	var models []string
+	for i, k := range keys {
+		if _, ok := byModel[k.Model]; !ok {
+			models = append(models, k.Model)
+		}
+		byModel[k.Model] = append(byModel[k.Model], i)
+	}
+	for _, m := range models {
+		idx := byModel[m]
+		subjects := make([]string, len(idx))
+		for j, i := range idx {
+			subjects[j] = s.subject(m, keys[i].Key)
+		}
+		msgs, ok, err := s.d.lasts(ctx, s.kvStream(m), subjects)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range idx {
+			if !ok[j] {
+				continue
+			}
+			out[i].Rev = msgs[j].seq
+			if !msgs[j].deleted() {
+				out[i].Data = msgs[j].data
+			}
+		}
+	}
+	return out, nil
+}
+
+// Commit implements Store. The writes of each model go out as atomic
+// batches of at most maxAtomic, the models side by side.
+func (s *kvStore) Commit(ctx context.Context, ws []Write) ([]uint64, error) {
+	revs := make([]uint64, len(ws))
+	byModel := make(map[string][]int)
+	var models []string
+	for i, w := range ws {
+		if _, ok := byModel[w.Key.Model]; !ok {
+			models = append(models, w.Key.Model)
+		}
+		byModel[w.Key.Model] = append(byModel[w.Key.Model], i)
+	}
+	errs := make([]error, len(models))
+	var wg sync.WaitGroup
+	for mi, m := range models {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			idx := byModel[m]
+			for start := 0; start < len(idx); start += maxAtomic {
+				if err := s.publish(ctx, ws, idx[start:min(start+maxAtomic, len(idx))], revs); err != nil {
+					errs[mi] = fmt.Errorf("store %s: %w", s.bucket(m), err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return revs, nil
+}
+
+func (s *kvStore) message(w Write) *nats.Msg {
+	msg := nats.NewMsg(s.subject(w.Key.Model, w.Key.Key))
+	msg.Data = w.Data
+	if w.Data == nil {
+		msg.Header.Set(hdrKVOperation, "DEL")
+	}
+	msg.Header.Set(hdrExpectSubj, strconv.FormatUint(w.Expect, 10))
+	return msg
+}
+
+// publish stores the writes ws[idx...], one model, as a plain publish when
+// alone, else as one atomic batch, and sets their revisions.
+func (s *kvStore) publish(ctx context.Context, ws []Write, idx []int, revs []uint64) error {
+	ctx, cancel := s.d.context(ctx)
+	defer cancel()
+	if len(idx) == 1 {
+		resp, err := s.nc.RequestMsgWithContext(ctx, s.message(ws[idx[0]]))
+		if err != nil {
+			return fmt.Errorf("publish: %w", err)
+		}
+		ack, err := parseAck(resp.Data)
+		if err != nil {
+			return err
+		}
+		revs[idx[0]] = ack.Seq
+		return nil
+	}
+	id := nuid.Next()
+	for j, i := range idx {
+		msg := s.message(ws[i])
+		msg.Header.Set(hdrBatchID, id)
+		msg.Header.Set(hdrBatchSeq, strconv.Itoa(j+1))
+		if j < len(idx)-1 {
+			if err := s.nc.PublishMsg(msg); err != nil {
+				return fmt.Errorf("publish batch: %w", err)
+			}
+			continue
+		}
+		msg.Header.Set(hdrBatchCommit, "1")
+		resp, err := s.nc.RequestMsgWithContext(ctx, msg)
+		if err != nil {
+			return fmt.Errorf("commit batch: %w", err)
+		}
+		ack, err := parseAck(resp.Data)
+		if err != nil {
+			return err
+		}
+		if ack.Batch != id || ack.Count != uint64(len(idx)) {
+			return fmt.Errorf("commit batch: ack for batch %q count %d, sent %q count %d", ack.Batch, ack.Count, id, len(idx))
+		}
+		first := ack.Seq - ack.Count + 1
+		for j, i := range idx {
+			revs[i] = first + uint64(j)
+		}
+	}
+	return nil
+}
+
+// pubAck is the server's answer to a publish or a batch commit.
+type pubAck struct {
+	Seq   uint64 `json:"seq"`
+	Batch string `json:"batch"`
+	Count uint64 `json:"count"`
+	Error *struct {
+		Code        int    `json:"code"`
+		ErrCode     int    `json:"err_code"`
+		Description string `json:"description"`
+	} `json:"error"`
+}
+
+func parseAck(data []byte) (pubAck, error) {
+	var ack pubAck
+	if err := json.Unmarshal(data, &ack); err != nil {
+		return ack, fmt.Errorf("publish: unreadable ack %q: %w", data, err)
+	}
+	if ack.Error != nil {
+		if strings.Contains(ack.Error.Description, "last sequence") {
+			return ack, fmt.Errorf("%w: %s", ErrConflict, ack.Error.Description)
+		}
+		return ack, fmt.Errorf("publish refused: %s (code %d)", ack.Error.Description, ack.Error.ErrCode)
+	}
+	if ack.Seq == 0 {
+		return ack, fmt.Errorf("publish: ack without sequence: %q", data)
+	}
+	return ack, nil
+}
+
+// dump returns every value of model, by key: for tests, and for comparing
+// a rebuilt model with the live one.
+func (s *kvStore) dump(ctx context.Context, model string) (map[string][]byte, error) {
+	out := make(map[string][]byte)
+	prefix := "$KV." + s.bucket(model) + "."
+	for from := uint64(1); ; {
+		ms, pending, err := s.d.batch(ctx, s.kvStream(model), getRequest{Seq: from, Batch: 1024})
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range ms {
+			k := strings.TrimPrefix(m.subject, prefix)
+			if m.deleted() {
+				delete(out, k)
+			} else {
+				out[k] = m.data
+			}
+			from = m.seq + 1
+		}
+		if len(ms) == 0 || pending == 0 {
+			return out, nil
+		}
+	}
+}

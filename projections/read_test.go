@@ -1,0 +1,165 @@
+package projections
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/records"
+)
+
+func threadNames(ts []*Thread) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Thread
+	}
+	return out
+}
+
+func TestThreadsNewestActivityFirst(t *testing.T) {
+	l := openLog(t, "")
+	a := &appender{t: t, l: l}
+	r := newRuntime(t, l, Options{MaxBatch: 3})
+	// th_0 .. th_9 get a record each, oldest first; then th_3 and th_7
+	// get more, in two batches, so that they move to the front.
+	for i := range 10 {
+		a.add(fmt.Sprintf("th_%d", i), "agent.step", nil)
+	}
+	if err := r.CatchUp(ctxT(t), 10); err != nil {
+		t.Fatal(err)
+	}
+	a.add("th_3", records.KindCheckpoint, &records.Checkpoint{Summary: "s", Learnings: []string{"l"}})
+	a.add("th_7", "agent.tool", nil)
+	now := time.Now()
+	r2, err := records.New(records.ActSay, "agent.note", "th_5", "did:sync:agent:other", now, map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(ctxT(t), r2); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CatchUp(ctxT(t), 13); err != nil {
+		t.Fatal(err)
+	}
+	rd := NewReader(l)
+	for _, tc := range []struct {
+		f    ThreadFilter
+		want []string
+	}{
+		{ThreadFilter{Limit: 4}, []string{"th_5", "th_7", "th_3", "th_9"}},
+		{ThreadFilter{}, []string{"th_5", "th_7", "th_3", "th_9", "th_8", "th_6", "th_4", "th_2", "th_1", "th_0"}},
+		{ThreadFilter{Kind: records.KindCheckpoint}, []string{"th_3"}},
+		{ThreadFilter{Actor: "did:sync:agent:other"}, []string{"th_5"}},
+		{ThreadFilter{Actor: actor, Limit: 2}, []string{"th_5", "th_7"}},
+		{ThreadFilter{Since: now.Add(-time.Second)}, []string{"th_5"}},
+		{ThreadFilter{Kind: "no.such.kind"}, []string{}},
+	} {
+		got, err := rd.Threads(ctxT(t), tc.f)
+		if err != nil {
+			t.Fatalf("Threads(%+v): %v", tc.f, err)
+		}
+		if names := threadNames(got); !slices.Equal(names, tc.want) {
+			t.Errorf("Threads(%+v)=%v, want %v", tc.f, names, tc.want)
+		}
+	}
+}
+
+func TestCheckpointsNewestFirstPaged(t *testing.T) {
+	l := openLog(t, "")
+	a := &appender{t: t, l: l}
+	var cps []log.Entry
+	for i := range 8 {
+		cps = append(cps, a.checkpoint(fmt.Sprintf("th_%d", i%4), fmt.Sprintf("cp %d", i)))
+	}
+	a.erase("th_3", cps[7]) // th_3 falls back to cp 3
+	r := newRuntime(t, l, Options{MaxBatch: 2})
+	if err := r.CatchUp(ctxT(t), 100); err != nil {
+		t.Fatal(err)
+	}
+	rd := NewReader(l)
+	summaries := func(f CheckpointFilter) []string {
+		t.Helper()
+		cs, err := rd.Checkpoints(ctxT(t), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := []string{}
+		for _, c := range cs {
+			out = append(out, c.Summary)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		f    CheckpointFilter
+		want []string
+	}{
+		{CheckpointFilter{}, []string{"cp 6", "cp 5", "cp 4", "cp 3"}},
+		{CheckpointFilter{Limit: 2}, []string{"cp 6", "cp 5"}},
+		{CheckpointFilter{Limit: 2, Offset: 2}, []string{"cp 4", "cp 3"}},
+		{CheckpointFilter{Limit: 2, Offset: 4}, []string{}},
+	} {
+		if got := summaries(tc.f); !slices.Equal(got, tc.want) {
+			t.Errorf("Checkpoints(%+v)=%v, want %v", tc.f, got, tc.want)
+		}
+	}
+	c, err := rd.Checkpoint(ctxT(t), "th_3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.ID, cps[3].ID; got != want {
+		t.Fatalf("latest checkpoint of th_3=%s, want %s", got, want)
+	}
+	e, err := rd.Erased(ctxT(t), cps[7].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := e.Clock, cps[7].Clock; got != want {
+		t.Fatalf("erased clock=%d, want %d", got, want)
+	}
+}
+
+// The walk reads few values for a short list, whatever the number of
+// threads.
+func TestThreadsStopsEarly(t *testing.T) {
+	l := openLog(t, "")
+	r := newRuntime(t, l, Options{})
+	st := &kvStore{js: l.JetStream(), nc: l.Conn(), d: r.d, stream: l.StreamName(), replicas: 1}
+	var ws []Write
+	for i := range 3000 {
+		th := &Thread{Thread: fmt.Sprintf("th_%05d", i), Records: 1, First: uint64(i + 1), Last: uint64(i + 1), LastTS: int64(i), AsOf: uint64(i + 1),
+			Kinds: map[string]uint64{"k": 1}, Actors: map[string]uint64{actor: 1}}
+		ws = append(ws, Write{Key: Key{ModelThreads, ThreadKey(th.Thread)}, Data: mustJSON(t, th)})
+	}
+	if _, err := st.Commit(ctxT(t), ws); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(ctxT(t), 10*time.Second)
+	defer cancel()
+	visited := 0
+	if err := NewReader(l).walk(ctx, ModelThreads, 5, time.Time{}, func(b []byte) (uint64, uint64, error) {
+		visited++
+		var th Thread
+		if err := json.Unmarshal(b, &th); err != nil {
+			return 0, 0, err
+		}
+		return th.Last, th.AsOf, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if visited > 6 {
+		t.Fatalf("visited %d values for 5", visited)
+	}
+}
+
+func mustJSON(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
