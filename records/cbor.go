@@ -100,6 +100,20 @@ func strictDecOptions(depth int) cbor.DecOptions {
 // keys that are byte strings decode as cbor.ByteString.
 func decodeCanonical(data []byte) (any, error) {
 	var v any
+	if n, ok := scanCanonical(data, maxBodyDepth); ok && n == len(data) {
+		// Canonical already: decoding cannot fail, and encoding again
+		// would give back data.
+		if err := decMode.Unmarshal(data, &v); err == nil {
+			return v, nil
+		}
+	}
+	return decodeCanonicalReference(data)
+}
+
+// decodeCanonicalReference is decodeCanonical without the scanner: decode
+// strictly, encode again, compare. It defines what the scanner accepts.
+func decodeCanonicalReference(data []byte) (any, error) {
+	var v any
 	if err := decMode.Unmarshal(data, &v); err != nil {
 		return nil, corruptErr("strict CBOR", err)
 	}

@@ -58,5 +58,22 @@ func FuzzUnmarshal(f *testing.F) {
 		}
 		_ = ValidateBody(KindCheckpoint, data)
 		_ = ValidateBody(KindErasure, data)
+
+		// The scanner is a fast path of the strict decoder: whatever it
+		// accepts, the reference path accepts too, to the same result.
+		if n, ok := scanCanonical(data, maxBodyDepth); ok && n == len(data) {
+			if _, err := decodeCanonicalReference(data); err != nil {
+				t.Fatalf("scanner accepted %x, the reference refuses it: %v", data, err)
+			}
+		}
+		if fast := unmarshalFast(data); fast != nil {
+			ref, err := unmarshalReference(data)
+			if err != nil {
+				t.Fatalf("fast path accepted envelope %x, the reference refuses it: %v", data, err)
+			}
+			if fast.Header != ref.Header || fast.Salt != ref.Salt || !bytes.Equal(fast.Body, ref.Body) {
+				t.Fatalf("fast path and reference disagree on %x", data)
+			}
+		}
 	})
 }

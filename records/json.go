@@ -109,6 +109,9 @@ func fromJSON(path string, v any) (any, error) {
 	return v, nil // string, bool, nil
 }
 
+// minCBORInt is -2^64, the smallest integer CBOR encodes without a tag.
+var minCBORInt = new(big.Int).Neg(new(big.Int).Lsh(big.NewInt(1), 64))
+
 func jsonNumber(path, s string) (any, error) {
 	if !strings.ContainsAny(s, ".eE") {
 		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
@@ -117,7 +120,11 @@ func jsonNumber(path, s string) (any, error) {
 		if u, err := strconv.ParseUint(s, 10, 64); err == nil {
 			return u, nil
 		}
-		return nil, fieldErrorf(path, "integer %s is out of range [-9223372036854775808, 18446744073709551615]", quote(s))
+		// CBOR's own range reaches down to -2^64 (major type 1).
+		if b, ok := new(big.Int).SetString(s, 10); ok && b.Sign() < 0 && b.Cmp(minCBORInt) >= 0 {
+			return *b, nil
+		}
+		return nil, fieldErrorf(path, "integer %s is out of range [-18446744073709551616, 18446744073709551615]", quote(s))
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil {

@@ -55,7 +55,7 @@ func TestBodyFromJSONRejects(t *testing.T) {
 		{"two objects", `{} {}`, "body", "must be a JSON object: data after the object"},
 		{"trailing garbage", `{}x`, "body", "must be a JSON object: "},
 		{"uint64 overflow", `{"a":{"b":[0,18446744073709551616]}}`, "body.a.b[1]", "integer \"18446744073709551616\" is out of range"},
-		{"int64 underflow", `{"n":-9223372036854775809}`, "body.n", "out of range"},
+		{"below -2^64", `{"n":-18446744073709551617}`, "body.n", "out of range"},
 		{"float overflow", `{"f":1e400}`, "body.f", "out of the float64 range"},
 		{"too deep", `{"a":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`, "body", "must be a canonical CBOR map"},
 	} {
@@ -116,5 +116,23 @@ func TestJSONRoundTrip(t *testing.T) {
 	}
 	if got, want := string(out), in; got != want {
 		t.Fatalf("round trip=%s, want %s", got, want)
+	}
+}
+
+// CBOR integers reach down to -2^64; JSON bodies can hold all of them, and
+// they come back out as they went in.
+func TestBodyJSONBigNegative(t *testing.T) {
+	for _, in := range []string{`{"n":-9223372036854775809}`, `{"n":-18446744073709551616}`} {
+		b, err := BodyFromJSON([]byte(in))
+		if err != nil {
+			t.Fatalf("BodyFromJSON(%s): %v", in, err)
+		}
+		out, err := BodyToJSON(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(out), in; got != want {
+			t.Fatalf("round trip=%s, want %s", got, want)
+		}
 	}
 }

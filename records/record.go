@@ -263,6 +263,15 @@ func unmarshal(data []byte) (*Record, error) {
 	if len(data) > MaxEncodedSize {
 		return nil, corruptf("record is %d bytes; the limit is %d", len(data), MaxEncodedSize)
 	}
+	if r := unmarshalFast(data); r != nil {
+		return r, nil
+	}
+	return unmarshalReference(data)
+}
+
+// unmarshalReference is unmarshal through the strict decoder: the
+// definition the fast path is held to, and the source of its errors.
+func unmarshalReference(data []byte) (*Record, error) {
 	if !rawOfType(data, majorMap) {
 		return nil, corruptf("envelope is a CBOR %s, not a map", cborType(data))
 	}
