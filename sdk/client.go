@@ -122,6 +122,8 @@ type Client struct {
 	finished uint64 // records the reaper saw finish
 	failed   []error
 	closed   bool
+
+	policies policyCache // retention policies the save path last read
 }
 
 func newConfig(opts []Option) config {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -80,7 +81,11 @@ func (p RetentionPolicy) body() (*records.Retention, string, error) {
 // SetRetention stores policy p, as actor (empty: the client's actor). It
 // erases nothing by itself: the policy is enforced whenever a checkpoint
 // is saved to a thread it governs, and for every thread by ApplyRetention.
+//
+// The client that sets a policy enforces it from its next save on; other
+// clients within policyTTL.
 func (c *Client) SetRetention(ctx context.Context, actor string, p RetentionPolicy) (Receipt, error) {
+	defer c.policies.clear()
 	body, thread, err := p.body()
 	if err != nil {
 		return Receipt{}, err
@@ -230,7 +235,7 @@ func (c *Client) ApplyRetention(ctx context.Context, actor string) ([]RetentionR
 // keep. Without a policy it does nothing (a zero Policy in the result).
 func (c *Client) enforceRetention(ctx context.Context, thread, actor string) (RetentionResult, error) {
 	res := RetentionResult{Thread: thread}
-	p, err := c.RetentionFor(ctx, thread)
+	p, err := c.policies.get(thread, func() (RetentionPolicy, error) { return c.RetentionFor(ctx, thread) })
 	if errors.Is(err, ErrNotFound) {
 		return res, nil
 	}
@@ -380,4 +385,50 @@ func (c *Client) threadsWith(ctx context.Context, kind string) ([]string, error)
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// policyTTL bounds how long the save path of a client trusts what it last
+// read of a thread's retention policy. Reading it costs two gets per save;
+// a policy changes rarely, and a save that missed a new policy leaves
+// nothing the next save or spl retention apply does not erase.
+const policyTTL = 2 * time.Second
+
+// policyCache is what a client's saves last read of each thread's policy.
+type policyCache struct {
+	mu sync.Mutex
+	m  map[string]cachedPolicy
+}
+
+type cachedPolicy struct {
+	p   RetentionPolicy
+	err error // nil or ErrNotFound; other errors are not kept
+	at  time.Time
+}
+
+// get returns thread's policy, from the cache while it is fresh, else from
+// read.
+func (pc *policyCache) get(thread string, read func() (RetentionPolicy, error)) (RetentionPolicy, error) {
+	now := time.Now()
+	pc.mu.Lock()
+	e, ok := pc.m[thread]
+	pc.mu.Unlock()
+	if ok && now.Sub(e.at) < policyTTL {
+		return e.p, e.err
+	}
+	p, err := read()
+	if err == nil || errors.Is(err, ErrNotFound) {
+		pc.mu.Lock()
+		if pc.m == nil || len(pc.m) > 1<<16 {
+			pc.m = make(map[string]cachedPolicy)
+		}
+		pc.m[thread] = cachedPolicy{p: p, err: err, at: now}
+		pc.mu.Unlock()
+	}
+	return p, err
+}
+
+func (pc *policyCache) clear() {
+	pc.mu.Lock()
+	pc.m = nil
+	pc.mu.Unlock()
 }
