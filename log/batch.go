@@ -109,6 +109,12 @@ func (w *writer) message(p *Pending) *nats.Msg {
 		msg.Header.Set(hdrExpectSubjSeq, strconv.FormatUint(p.expect, 10))
 		msg.Header.Set(hdrExpectSubjName, ThreadSubject(t))
 	}
+	switch {
+	case p.prevClock > 0:
+		msg.Header.Set(HeaderPrevClock, strconv.FormatUint(p.prevClock, 10))
+	case p.prevBack > 0:
+		msg.Header.Set(HeaderPrevBack, strconv.Itoa(p.prevBack))
+	}
 	return msg
 }
 

@@ -99,12 +99,12 @@ func (l *Log) threadHead(ctx context.Context, thread string) (head, error) {
 		return head{}, err
 	}
 	if id, err := records.ParseID(m.hdr.Get(HeaderID)); err == nil {
-		return head{id: id, clock: m.clock}, nil
+		return head{id: id, clock: m.clock, idClock: m.clock}, nil
 	}
 	h := head{clock: m.clock}
 	err = l.scan(ctx, ThreadSubject(thread), 1, m.clock, 1024, func(s stored) bool {
 		if id, err := records.ParseID(s.hdr.Get(HeaderID)); err == nil {
-			h.id = id
+			h.id, h.idClock = id, s.clock
 		}
 		return true
 	})

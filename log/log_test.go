@@ -450,3 +450,38 @@ func TestGarbageDoesNotBlockThread(t *testing.T) {
 		t.Fatalf("verify %+v, want the garbage alone reported", rep)
 	}
 }
+
+// The last records of a thread are found by walking its chain back, and
+// when a record on the way is erased, by scanning instead: same answer.
+func TestTailAcrossErasure(t *testing.T) {
+	l := openTest(t, "")
+	ctx := ctxT(t)
+	var es []Entry
+	for i := range 12 {
+		appendN(t, l, "th_other", 3, func(j int) map[string]any { return map[string]any{"j": j} })
+		es = append(es, appendN(t, l, "th_w", 1, func(int) map[string]any { return map[string]any{"i": i} })...)
+	}
+	got, err := l.Tail(ctx, "th_w", 5)
+	if err != nil || len(got) != 5 || got[0].ID != es[7].ID || got[4].ID != es[11].ID {
+		t.Fatalf("tail by chain: %d records, %v", len(got), err)
+	}
+	if got[1].Record.Header.Prev != got[0].ID {
+		t.Fatalf("tail not in chain order")
+	}
+	if _, err := l.Erase(ctx, "th_w", []records.ID{es[9].ID}, "r", actor); err != nil {
+		t.Fatal(err)
+	}
+	got, err = l.Tail(ctx, "th_w", 5)
+	if err != nil || len(got) != 5 {
+		t.Fatalf("tail after erasure: %d records, %v", len(got), err)
+	}
+	want := []records.ID{es[8].ID, es[10].ID, es[11].ID}
+	for i, id := range want {
+		if got[i+1].ID != id {
+			t.Fatalf("tail[%d]=%s, want %s", i+1, got[i+1].ID, id)
+		}
+	}
+	if got[4].Record.Header.Kind != records.KindErasure {
+		t.Fatalf("the erasure record is not last")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strconv"
 
 	"github.com/nats-io/nats.go"
@@ -13,9 +14,34 @@ import (
 	"github.com/spl-dev/spl/records"
 )
 
-// HeaderID is the message header that carries a record's content id, so
-// readers can check a message without trusting its position.
-const HeaderID = "Spl-Id"
+// Message headers of spl's own. They are log metadata beside the record,
+// not part of it: the id covers the record's header only.
+const (
+	// HeaderID carries a record's content id, so readers can check a
+	// message without trusting its position.
+	HeaderID = "Spl-Id"
+	// HeaderPrevClock carries the clock of the record that prev names, when
+	// it was appended before this record's batch.
+	HeaderPrevClock = "Spl-Prev-Clock"
+	// HeaderPrevBack carries, for a record chained on another of the same
+	// batch, how many clocks back that one is.
+	HeaderPrevBack = "Spl-Prev-Back"
+)
+
+// prevClockOf returns the clock of the record m's prev names, from the
+// headers the writer sets, or 0 when m does not say.
+func prevClockOf(m stored) uint64 {
+	if v := m.hdr.Get(HeaderPrevClock); v != "" {
+		c, _ := strconv.ParseUint(v, 10, 64)
+		return c
+	}
+	if v := m.hdr.Get(HeaderPrevBack); v != "" {
+		if k, err := strconv.ParseUint(v, 10, 64); err == nil && k < m.clock {
+			return m.clock - k
+		}
+	}
+	return 0
+}
 
 // Entry is a record as stored: its clock (the stream sequence), its id,
 // and the record itself, verified.
@@ -287,6 +313,11 @@ func (l *Log) Tail(ctx context.Context, thread string, n int, opts ...ReadOption
 	if err != nil {
 		return nil, err
 	}
+	if o.kind == "" && o.act == "" {
+		if es, ok := l.walkBack(ctx, lastMsg, n); ok {
+			return es, nil
+		}
+	}
 	end := lastMsg.clock
 	// Widen a window back from the end until it holds n matches: a dense
 	// thread needs one round, a sparse one a few doublings.
@@ -328,6 +359,36 @@ func (l *Log) Tail(ctx context.Context, thread string, n int, opts ...ReadOption
 		}
 		window *= 4
 	}
+}
+
+// walkBack returns up to n records of a thread ending with last, in clock
+// order, by following each record's prev clock header: one get per
+// record. It reports false when the chain cannot be followed (a message
+// without the headers, a record erased, replaced or corrupt), and the
+// caller scans instead.
+func (l *Log) walkBack(ctx context.Context, last stored, n int) ([]Entry, bool) {
+	m := last
+	var es []Entry
+	for {
+		e, err := m.decode()
+		if err != nil {
+			return nil, false
+		}
+		es = append(es, e)
+		prev := e.Record.Header.Prev
+		if len(es) == n || prev.IsZero() {
+			break
+		}
+		c := prevClockOf(m)
+		if c == 0 || c >= m.clock {
+			return nil, false
+		}
+		if m, err = l.get(ctx, getRequest{Seq: c}); err != nil || m.hdr.Get(HeaderID) != prev.String() {
+			return nil, false
+		}
+	}
+	slices.Reverse(es)
+	return es, true
 }
 
 func decodeAll(ms []stored) ([]Entry, error) {

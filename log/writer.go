@@ -31,6 +31,9 @@ type Pending struct {
 	data   []byte
 	first  bool   // first record of its thread in its batch
 	expect uint64 // when first: the thread's last clock it chains on
+
+	prevClock uint64 // clock of the record prev names, when before the batch
+	prevBack  int    // else how many messages back in the batch it is
 }
 
 // Done is closed when the append has landed or failed.
@@ -91,8 +94,9 @@ func (l *Log) Submit(ctx context.Context, rec *records.Record) (*Pending, error)
 
 // head is what the writer knows of a thread's last record.
 type head struct {
-	id    records.ID
-	clock uint64
+	id      records.ID
+	clock   uint64 // the thread's last clock: what the next append expects
+	idClock uint64 // the clock of the record id names (0: unknown)
 }
 
 // doubt is an append that was sent but never answered: sealed with prev
@@ -352,7 +356,7 @@ func (w *writer) land(batch []*Pending, attempt int) {
 func (w *writer) landed1(batch []*Pending, first uint64) {
 	for i, p := range batch {
 		e := Entry{Clock: first + uint64(i), ID: p.id, Record: p.sealed}
-		w.heads[p.rec.Header.Thread] = head{id: p.id, clock: e.Clock}
+		w.heads[p.rec.Header.Thread] = head{id: p.id, clock: e.Clock, idClock: e.Clock}
 		w.remember(e)
 		p.finish(e, nil)
 	}
@@ -466,7 +470,8 @@ func threadRuns(batch []*Pending) map[string]*run {
 // the writer does not know it) and encodes it.
 func (w *writer) seal(ctx context.Context, batch []*Pending) error {
 	heads := make(map[string]head)
-	for _, p := range batch {
+	at := make(map[string]int) // thread → index of its last record in batch
+	for i, p := range batch {
 		t := p.rec.Header.Thread
 		h, ok := heads[t]
 		if !ok {
@@ -476,6 +481,15 @@ func (w *writer) seal(ctx context.Context, batch []*Pending) error {
 			}
 		}
 		p.first, p.expect = !ok, h.clock
+		// Where prev is, for readers walking the thread backwards: a
+		// clock before the batch, or a distance back within it.
+		p.prevClock, p.prevBack = 0, 0
+		if ok {
+			p.prevBack = i - at[t]
+		} else if !h.id.IsZero() {
+			p.prevClock = h.idClock
+		}
+		at[t] = i
 		p.sealed = p.rec.WithPrev(h.id)
 		p.id = p.sealed.ID()
 		data, err := p.sealed.Marshal()
