@@ -8,7 +8,8 @@
 // Exit codes are part of the command's contract:
 //
 //	0  ok
-//	1  usage or validation error (cobra usage errors, records.ErrInvalid, sdk.ErrNoActor, sdk.ErrNotErasable)
+//	1  usage or validation error (cobra usage errors, records.ErrInvalid, sdk.ErrNoActor, sdk.ErrNotErasable,
+//	   sdk.ErrUnknownProjection), or a read model that did not catch up in time (sdk.ErrProjectionBehind)
 //	2  not found (sdk.ErrNotFound)
 //	3  storage error (anything else)
 //	4  verification found corrupt or missing records (records.ErrCorrupt, verify)
@@ -36,7 +37,7 @@ import (
 // Exit codes of the spl command.
 const (
 	ExitOK       = 0 // success
-	ExitUsage    = 1 // usage or validation error
+	ExitUsage    = 1 // usage or validation error; a read model that did not catch up
 	ExitNotFound = 2 // nothing matched
 	ExitStorage  = 3 // the log could not be opened, read or written
 	ExitCorrupt  = 4 // verification found corrupt or missing records
@@ -240,7 +241,8 @@ func exitCode(err error) int {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &ue), errors.Is(err, records.ErrInvalid), errors.Is(err, sdk.ErrNoActor),
-		errors.Is(err, sdk.ErrNotErasable):
+		errors.Is(err, sdk.ErrNotErasable), errors.Is(err, sdk.ErrUnknownProjection),
+		errors.Is(err, sdk.ErrProjectionBehind):
 		return ExitUsage
 	case errors.Is(err, sdk.ErrNotFound):
 		return ExitNotFound
@@ -283,7 +285,7 @@ Output:
 Exit codes:
   0  ok
   1  usage or validation error (bad flag, invalid record, no actor, a
-     refused erasure)
+     refused erasure), or a read model did not catch up within --timeout
   2  not found (e.g. a thread with no checkpoint)
   3  storage error (the log could not be opened, read or written)
   4  verification found corrupt or missing records`
@@ -317,7 +319,7 @@ func newRootCommand(a *app) *cobra.Command {
 
 	root.AddCommand(newSessionCommand(a), newEmitCommand(a), newThreadCommand(a),
 		newRecordCommand(a), newEraseCommand(a), newVerifyCommand(a), newRetentionCommand(a),
-		newServeCommand(a))
+		newProjectionsCommand(a), newServeCommand(a))
 	return root
 }
 

@@ -259,7 +259,6 @@ func TestErrors(t *testing.T) {
 		{"unknown subcommand", []string{"session", "bogus"}, ExitUsage, `unknown command "bogus"`},
 		{"unknown flag", []string{"session", "list", "--bogus"}, ExitUsage, "unknown flag: --bogus"},
 		{"extra argument", []string{"session", "show", "a", "b"}, ExitUsage, "accepts 1 arg"},
-		{"list without thread", []string{"session", "list"}, ExitUsage, "spl: session list: --thread is required\n"},
 		{"negative limit", []string{"session", "list", "--thread", "t", "-n", "-1"}, ExitUsage, "--limit"},
 		{"save without thread", []string{"session", "save", "--summary", "s"}, ExitUsage, `"thread"`},
 		{"empty summary", append(save, "--summary", "", "--learnings", "l"), ExitUsage, "body.summary"},
@@ -356,6 +355,11 @@ func TestHelp(t *testing.T) {
 		{"help_erase.golden", []string{"erase", "--help"}},
 		{"help_verify.golden", []string{"verify", "--help"}},
 		{"help_retention_set.golden", []string{"retention", "set", "--help"}},
+		{"help_thread_list.golden", []string{"thread", "list", "--help"}},
+		{"help_thread_tail.golden", []string{"thread", "tail", "--help"}},
+		{"help_session_list.golden", []string{"session", "list", "--help"}},
+		{"help_projections.golden", []string{"projections", "--help"}},
+		{"help_projections_rebuild.golden", []string{"projections", "rebuild", "--help"}},
 	} {
 		r := spl(t, t.TempDir(), "", tc.args...)
 		if r.code != ExitOK || r.stderr != "" {

@@ -242,40 +242,69 @@ func writeShown(w io.Writer, r sdk.Record, corrupt error, ts *sdk.Tombstone) err
 // tail table: wider than a body's, so the reason is seldom cut.
 const tombstoneWidth = 120
 
-// writeTailTable writes the table of "thread tail": the records and, in
-// clock order among them, the tombstones of erased records.
-func writeTailTable(w io.Writer, recs []sdk.Record, tombs []sdk.Tombstone) error {
+// tailHeader is the header of the "thread tail" table.
+var tailHeader = []string{"CLOCK", "TIME", "ACT", "KIND", "ACTOR", "ID", "BODY"}
+
+// recordCells is the row of a record in the "thread tail" table.
+func recordCells(r sdk.Record) ([]string, error) {
+	body, err := records.BodyToJSON(r.Body)
+	if err != nil {
+		return nil, fmt.Errorf("record %s: body: %w", r.ID, err)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, body); err != nil {
+		return nil, fmt.Errorf("record %s: body: %w", r.ID, err)
+	}
+	h := r.Header
+	return []string{fmt.Sprint(r.Clock), tableTime(h.TS), cell(h.Act, 16), cell(h.Kind, 40), cell(h.Actor, actorWidth),
+		r.ID.Short(), cell(compact.String(), bodyWidth)}, nil
+}
+
+// tombstoneCells is the row of an erased record in the "thread tail"
+// table: its header, and who erased it, when and why.
+func tombstoneCells(t sdk.Tombstone) []string {
+	h := t.Header
+	what := fmt.Sprintf("[erased by %s at %s: %s]", t.ErasedBy.ID.Short(), tableTime(t.Time.UnixMilli()), t.Reason)
+	return []string{fmt.Sprint(t.Clock), tableTime(h.TS), cell(h.Act, 16), cell(h.Kind, 40), cell(h.Actor, actorWidth),
+		t.ID.Short(), cell(what, tombstoneWidth)}
+}
+
+// tailRows returns the rows of the records and tombstones, in clock order.
+func tailRows(recs []sdk.Record, tombs []sdk.Tombstone) ([][]string, error) {
 	type row struct {
 		clock uint64
-		line  string
+		cells []string
 	}
 	rows := make([]row, 0, len(recs)+len(tombs))
 	for _, r := range recs {
-		body, err := records.BodyToJSON(r.Body)
+		cells, err := recordCells(r)
 		if err != nil {
-			return fmt.Errorf("record %s: body: %w", r.ID, err)
+			return nil, err
 		}
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, body); err != nil {
-			return fmt.Errorf("record %s: body: %w", r.ID, err)
-		}
-		h := r.Header
-		rows = append(rows, row{r.Clock, fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			r.Clock, tableTime(h.TS), cell(h.Act, 16), cell(h.Kind, 40), cell(h.Actor, actorWidth),
-			r.ID.Short(), cell(compact.String(), bodyWidth))})
+		rows = append(rows, row{r.Clock, cells})
 	}
 	for _, t := range tombs {
-		h := t.Header
-		what := fmt.Sprintf("[erased by %s at %s: %s]", t.ErasedBy.ID.Short(), tableTime(t.Time.UnixMilli()), t.Reason)
-		rows = append(rows, row{t.Clock, fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			t.Clock, tableTime(h.TS), cell(h.Act, 16), cell(h.Kind, 40), cell(h.Actor, actorWidth),
-			t.ID.Short(), cell(what, tombstoneWidth))})
+		rows = append(rows, row{t.Clock, tombstoneCells(t)})
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].clock < rows[j].clock })
+	out := make([][]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.cells
+	}
+	return out, nil
+}
+
+// writeTailTable writes the table of "thread tail": the records and, in
+// clock order among them, the tombstones of erased records.
+func writeTailTable(w io.Writer, recs []sdk.Record, tombs []sdk.Tombstone) error {
+	rows, err := tailRows(recs, tombs)
+	if err != nil {
+		return err
+	}
 	tw := newTable(w)
-	fmt.Fprintln(tw, "CLOCK\tTIME\tACT\tKIND\tACTOR\tID\tBODY")
+	fmt.Fprintln(tw, strings.Join(tailHeader, "\t"))
 	for _, r := range rows {
-		fmt.Fprint(tw, r.line)
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	return tw.Flush()
 }

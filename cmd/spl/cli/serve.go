@@ -2,11 +2,15 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	splog "github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/projections"
 	"github.com/spl-dev/spl/serve"
 )
 
@@ -19,7 +23,9 @@ func newServeCommand(a *app) *cobra.Command {
 		Long: `Run the log of the data directory as a server: a NATS server with
 JetStream (every append fsynced before its ack) listening for spl clients
 (--server / SPL_SERVER), and an HTTP API (docs/http-api.yaml) with
-/healthz and Prometheus /metrics. Listens on loopback unless
+/healthz and Prometheus /metrics. It runs the projections (the thread
+and checkpoint index) as records land, so that reads of them do not wait
+to catch up. Listens on loopback unless
 --allow-remote. With --cluster-name it is one node of a cluster
 (docs/cluster.md). SIGINT or SIGTERM shuts it down gracefully.`,
 		Example: `  spl serve
@@ -46,7 +52,11 @@ JetStream (every append fsynced before its ack) listening for spl clients
 			default:
 				return usagef("--log-format must be text or json, got %q", logFormat)
 			}
-			s, err := serve.New(cfg, slog.New(h))
+			logger := slog.New(h)
+			cfg.Projectors = func(l *splog.Log) ([]serve.Projector, error) {
+				return indexProjector(cmd.Context(), l, cfg, logger)
+			}
+			s, err := serve.New(cfg, logger)
 			if err != nil {
 				return usagef("serve: %v", err) // names the field and the rule
 			}
@@ -82,4 +92,47 @@ JetStream (every append fsynced before its ack) listening for spl clients
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	return cmd
+}
+
+// indexProjector returns the runtime of the index projection on l, for
+// the server to run. Its buckets are replicated as the log's stream is.
+// Creating them is retried for a while (a cluster that just formed may
+// refuse at first); the server runs without projectors if it never
+// succeeds, and reads then catch the projection up themselves.
+func indexProjector(ctx context.Context, l *splog.Log, cfg serve.Config, logger *slog.Logger) ([]serve.Projector, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	plog := logger.With("component", "projections")
+	wait := 500 * time.Millisecond
+	for {
+		r, err := newIndexRuntime(ctx, l, cfg, plog)
+		if err == nil {
+			return []serve.Projector{r}, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		plog.Warn("projections not ready yet; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+func newIndexRuntime(ctx context.Context, l *splog.Log, cfg serve.Config, plog *slog.Logger) (*projections.Runtime, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	replicas := cfg.Replicas
+	if st, err := l.JetStream().Stream(ctx, l.StreamName()); err == nil {
+		replicas = st.CachedInfo().Config.Replicas
+	} else if replicas == 0 && cfg.ClusterName != "" {
+		replicas = 3 // serve's default in a cluster
+	}
+	return projections.New(ctx, l, projections.Index(), projections.Options{
+		Replicas: max(replicas, 1),
+		Logf:     func(format string, args ...any) { plog.Warn(fmt.Sprintf(format, args...)) },
+	})
 }

@@ -87,21 +87,36 @@ func newSessionSaveCommand(a *app) *cobra.Command {
 
 func newSessionListCommand(a *app) *cobra.Command {
 	var (
-		thread string
-		limit  int
+		thread, actor string
+		limit, offset int
 	)
 	cmd := &cobra.Command{
-		Use:   "list --thread THREAD [-n N]",
-		Short: "List the checkpoints of a thread, oldest first",
-		Long: `List the newest N checkpoints of a thread (all with -n 0), oldest first:
-clock, time (UTC), actor, short id, name and summary.`,
+		Use:   "list [--thread THREAD] [-n N] [--offset K] [--actor DID]",
+		Short: "List the checkpoints of a thread, or the latest of every thread",
+		Long: `With --thread, list the newest N checkpoints of the thread (all with -n 0),
+oldest first: clock, time (UTC), actor, short id, name and summary.
+
+Without --thread, list the latest checkpoint of every thread, newest
+first, with the thread: N of them (default 50, 0: all) after skipping
+--offset K, so that -n 50 --offset 50 is the second page. --actor keeps
+the checkpoints saved by that actor. This list comes from the checkpoint
+index, a read model of the log; the command first waits, within
+--timeout, until the index holds every record in the log (catching it up
+itself when no spl serve runs it).`,
+		Example: `  spl session list --thread th_auth_refactor_abc123
+  spl session list -n 20 --offset 20`,
 		Args: cobra.NoArgs,
 		RunE: run(func(cmd *cobra.Command, args []string) error {
-			if !cmd.Flags().Changed("thread") {
-				return usagef("session list: --thread is required")
-			}
 			if limit < 0 {
 				return usagef("session list: --limit must be 0 (all) or more, got %d", limit)
+			}
+			if !cmd.Flags().Changed("thread") {
+				return a.listLatest(cmd, limit, offset, actor)
+			}
+			for _, name := range []string{"offset", "actor"} {
+				if cmd.Flags().Changed(name) {
+					return usagef("session list: --%s lists across threads, not with --thread", name)
+				}
 			}
 			ctx, cancel := a.storageContext(cmd)
 			defer cancel()
@@ -132,9 +147,43 @@ clock, time (UTC), actor, short id, name and summary.`,
 		}),
 	}
 	f := cmd.Flags()
-	f.StringVar(&thread, "thread", "", "thread to list (required)")
+	f.StringVar(&thread, "thread", "", "thread to list (without it: the latest checkpoint of every thread)")
 	f.IntVarP(&limit, "limit", "n", DefaultListLimit, "show the newest N checkpoints (0: all)")
+	f.IntVar(&offset, "offset", 0, "without --thread: skip the newest K first (paging)")
+	f.StringVar(&actor, "actor", "", "without --thread: only checkpoints saved by this actor")
 	return cmd
+}
+
+// listLatest is "session list" without --thread: the latest checkpoint of
+// every thread, newest first, from the checkpoint index.
+func (a *app) listLatest(cmd *cobra.Command, limit, offset int, actor string) error {
+	if offset < 0 {
+		return usagef("session list: --offset must be 0 or more, got %d", offset)
+	}
+	ctx, cancel := a.storageContext(cmd)
+	defer cancel()
+	c, err := a.open(ctx)
+	if err != nil {
+		return fmt.Errorf("session list: %w", err)
+	}
+	cps, err := c.LatestCheckpoints(ctx, sdk.CheckpointPage{
+		Actor: actor, Offset: offset, Limit: limit, Freshness: sdk.Freshness{Fresh: true},
+	})
+	if err != nil {
+		return fmt.Errorf("session list: %w", err)
+	}
+	if a.json {
+		out := make([]latestJSON, len(cps))
+		for i, cp := range cps {
+			out[i] = newLatestJSON(cp)
+		}
+		return writeJSON(cmd.OutOrStdout(), out)
+	}
+	if len(cps) == 0 {
+		fmt.Fprintln(cmd.ErrOrStderr(), "no checkpoints")
+		return nil
+	}
+	return writeLatestTable(cmd.OutOrStdout(), cps)
 }
 
 func newSessionShowCommand(a *app) *cobra.Command {
