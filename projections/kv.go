@@ -93,7 +93,14 @@ func (s *kvStore) ensure(ctx context.Context, model string) error {
 		Duplicates:         2 * time.Minute,
 		AllowAtomicPublish: true,
 	}
-	if _, err := s.js.CreateOrUpdateStream(ctx, cfg); err != nil {
+	// An existing bucket is left as it is: a client must not bring a
+	// bucket that spl serve made with 3 replicas down to its own default.
+	if _, err := s.js.Stream(ctx, cfg.Name); err == nil {
+		return nil
+	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("bucket %s: %w", b, err)
+	}
+	if _, err := s.js.CreateStream(ctx, cfg); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 		return fmt.Errorf("bucket %s: %w", b, err)
 	}
 	return nil

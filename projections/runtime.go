@@ -137,13 +137,20 @@ func New(ctx context.Context, l *log.Log, fold Fold, opts Options) (*Runtime, er
 			return nil, fmt.Errorf("spl/projections: %s: %w", fold.Name(), err)
 		}
 	}
-	meta, err := l.JetStream().CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      BucketName(l.StreamName(), MetaModel),
-		Description: "spl projections: positions and leases",
-		History:     1,
-		Storage:     jetstream.FileStorage,
-		Replicas:    opts.Replicas,
-	})
+	name := BucketName(l.StreamName(), MetaModel)
+	meta, err := l.JetStream().KeyValue(ctx, name)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		meta, err = l.JetStream().CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      name,
+			Description: "spl projections: positions and leases",
+			History:     1,
+			Storage:     jetstream.FileStorage,
+			Replicas:    opts.Replicas,
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			meta, err = l.JetStream().KeyValue(ctx, name)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("spl/projections: meta bucket: %w", err)
 	}
