@@ -2,15 +2,11 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	splog "github.com/spl-dev/spl/log"
-	"github.com/spl-dev/spl/projections"
 	"github.com/spl-dev/spl/serve"
 )
 
@@ -53,9 +49,7 @@ to catch up. Listens on loopback unless
 				return usagef("--log-format must be text or json, got %q", logFormat)
 			}
 			logger := slog.New(h)
-			cfg.Projectors = func(l *splog.Log) ([]serve.Projector, error) {
-				return indexProjector(cmd.Context(), l, cfg, logger)
-			}
+			cfg.Projectors = serve.IndexProjector(cmd.Context(), cfg, logger)
 			s, err := serve.New(cfg, logger)
 			if err != nil {
 				return usagef("serve: %v", err) // names the field and the rule
@@ -99,40 +93,3 @@ to catch up. Listens on loopback unless
 // Creating them is retried for a while (a cluster that just formed may
 // refuse at first); the server runs without projectors if it never
 // succeeds, and reads then catch the projection up themselves.
-func indexProjector(ctx context.Context, l *splog.Log, cfg serve.Config, logger *slog.Logger) ([]serve.Projector, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	plog := logger.With("component", "projections")
-	wait := 500 * time.Millisecond
-	for {
-		r, err := newIndexRuntime(ctx, l, cfg, plog)
-		if err == nil {
-			return []serve.Projector{r}, nil
-		}
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		plog.Warn("projections not ready yet; retrying", "err", err)
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, 5*time.Second)
-	}
-}
-
-func newIndexRuntime(ctx context.Context, l *splog.Log, cfg serve.Config, plog *slog.Logger) (*projections.Runtime, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	replicas := cfg.Replicas
-	if st, err := l.JetStream().Stream(ctx, l.StreamName()); err == nil {
-		replicas = st.CachedInfo().Config.Replicas
-	} else if replicas == 0 && cfg.ClusterName != "" {
-		replicas = 3 // serve's default in a cluster
-	}
-	return projections.New(ctx, l, projections.Index(), projections.Options{
-		Replicas: max(replicas, 1),
-		Logf:     func(format string, args ...any) { plog.Warn(fmt.Sprintf(format, args...)) },
-	})
-}

@@ -32,6 +32,7 @@ func main() {
 	flag.StringVar(&routes, "routes", "", "comma-separated route URLs")
 	flag.IntVar(&cfg.Replicas, "replicas", 0, "stream replicas")
 	flag.DurationVar(&cfg.Timeout, "timeout", 0, "log request timeout")
+	projectors := flag.Bool("projections", false, "run the index projection, as spl serve does")
 	flag.Parse()
 	if routes != "" {
 		cfg.Routes = strings.Split(routes, ",")
@@ -39,6 +40,9 @@ func main() {
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *projectors {
+		cfg.Projectors = serve.IndexProjector(ctx, cfg, logger)
+	}
 	s, err := serve.New(cfg, logger)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testserver:", err)

@@ -1,0 +1,60 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/projections"
+)
+
+// IndexProjector returns a Config.Projectors that runs the index
+// projection (thread index, latest checkpoints, erased records) in the
+// server, its buckets with the replicas of the log's stream. A cluster
+// node whose peers are not up yet cannot create replicated buckets: it
+// retries for up to two minutes.
+func IndexProjector(ctx context.Context, cfg Config, logger *slog.Logger) func(*log.Log) ([]Projector, error) {
+	return func(l *log.Log) ([]Projector, error) {
+		return indexProjectors(ctx, l, cfg, logger)
+	}
+}
+
+func indexProjectors(ctx context.Context, l *log.Log, cfg Config, logger *slog.Logger) ([]Projector, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	plog := logger.With("component", "projections")
+	wait := 500 * time.Millisecond
+	for {
+		r, err := newIndexRuntime(ctx, l, cfg, plog)
+		if err == nil {
+			return []Projector{r}, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		plog.Warn("projections not ready yet; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+func newIndexRuntime(ctx context.Context, l *log.Log, cfg Config, plog *slog.Logger) (*projections.Runtime, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	replicas := cfg.Replicas
+	if st, err := l.JetStream().Stream(ctx, l.StreamName()); err == nil {
+		replicas = st.CachedInfo().Config.Replicas
+	} else if replicas == 0 && cfg.ClusterName != "" {
+		replicas = 3 // serve's default in a cluster
+	}
+	return projections.New(ctx, l, projections.Index(), projections.Options{
+		Replicas: max(replicas, 1),
+		Logf:     func(format string, args ...any) { plog.Warn(fmt.Sprintf(format, args...)) },
+	})
+}
