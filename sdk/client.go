@@ -60,7 +60,7 @@ func WithReplicas(n int) Option { return func(c *config) { c.replicas = n } }
 func WithActor(did string) Option { return func(c *config) { c.actor = did } }
 
 // WithQueueSize bounds the number of EmitAsync records queued and not yet
-// durable; EmitAsync blocks while the queue is full. The default is 65536.
+// durable; EmitAsync blocks while the queue is full. The default is 8192.
 func WithQueueSize(n int) Option { return func(c *config) { c.queueSize = n } }
 
 // WithCloseTimeout bounds how long Close waits for queued records to land.
@@ -127,7 +127,7 @@ type Client struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{actor: os.Getenv("SPL_ACTOR"), queueSize: 65536, closeTimeout: 10 * time.Second}
+	c := config{actor: os.Getenv("SPL_ACTOR"), queueSize: 8192, closeTimeout: 10 * time.Second}
 	for _, o := range opts {
 		o(&c)
 	}
