@@ -294,13 +294,12 @@ func TestStandbyTakesOver(t *testing.T) {
 	rb := newRuntime(t, l, Options{Holder: "b"})
 	ctxA, stopA := context.WithCancel(ctxT(t))
 	ctxB, stopB := context.WithCancel(ctxT(t))
-	defer stopB()
 	var wg sync.WaitGroup
 	wg.Add(2)
 	doneA, doneB := make(chan struct{}), make(chan struct{})
 	go func() { defer wg.Done(); defer close(doneA); ra.Run(ctxA) }()
 	go func() { defer wg.Done(); defer close(doneB); rb.Run(ctxB) }()
-	defer wg.Wait()
+	defer func() { stopA(); stopB(); wg.Wait() }()
 
 	e := a.add("th_a", "agent.step", nil)
 	wctx, cancel := context.WithTimeout(ctxT(t), 10*time.Second)
@@ -328,12 +327,21 @@ func TestStandbyTakesOver(t *testing.T) {
 	if err := standby.Wait(wctx, e.Clock); err != nil {
 		t.Fatalf("Wait after the active projector stopped: %v", err)
 	}
-	st, err = standby.Status(ctxT(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.HasPrefix(st.Holder, active+"#") || st.Holder == "" {
-		t.Fatalf("holder=%q after %s stopped, want the standby", st.Holder, active)
+	// The standby's Run takes the lease over; a Wait may have caught up
+	// by itself first (no holder), so poll for the takeover.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		st, err = standby.Status(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Holder != "" && !strings.HasPrefix(st.Holder, active+"#") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("holder=%q 15s after %s stopped, want the standby", st.Holder, active)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	th, err := NewReader(l).Thread(ctxT(t), "th_a")
 	if err != nil {
