@@ -14,32 +14,12 @@ import (
 	"github.com/spl-dev/spl/sdk"
 )
 
-// recordJSON is the --json form of a stored record. Its field names are
-// part of the command's contract (docs/cli.md): change them only with a
-// new field, never by renaming.
-type recordJSON struct {
-	ID     string          `json:"id"`
-	Clock  uint64          `json:"clock"`
-	Thread string          `json:"thread"`
-	Act    string          `json:"act"`
-	Kind   string          `json:"kind"`
-	Actor  string          `json:"actor"`
-	Time   string          `json:"time"` // RFC 3339 with nanoseconds, UTC
-	TS     int64           `json:"ts"`   // Unix milliseconds
-	Prev   *string         `json:"prev"` // null on the first record of a thread
-	Body   json.RawMessage `json:"body"`
-}
-
-// checkpointJSON is the --json form of a session checkpoint: the record,
-// and the checkpoint's fields lifted out of its body.
-type checkpointJSON struct {
-	recordJSON
-	Summary   string   `json:"summary"`
-	Learnings []string `json:"learnings"`
-	NextSteps []string `json:"next_steps"`
-	Name      string   `json:"name"`
-	SessionID string   `json:"session_id"`
-}
+// recordJSON and checkpointJSON are the --json forms of a record and of a
+// checkpoint, shared with the HTTP API of spl serve (sdk.RecordJSON).
+type (
+	recordJSON     = sdk.RecordJSON
+	checkpointJSON = sdk.CheckpointJSON
+)
 
 // receiptJSON is the --json form of what emit and session save print.
 type receiptJSON struct {
@@ -52,69 +32,13 @@ type receiptJSON struct {
 }
 
 func newRecordJSON(r sdk.Record) (recordJSON, error) {
-	body, err := records.BodyToJSON(r.Body)
-	if err != nil {
-		return recordJSON{}, fmt.Errorf("record %s: body: %w", r.ID, err)
-	}
-	h := r.Header
-	j := recordJSON{
-		ID:     r.ID.String(),
-		Clock:  r.Clock,
-		Thread: h.Thread,
-		Act:    h.Act,
-		Kind:   h.Kind,
-		Actor:  h.Actor,
-		Time:   time.UnixMilli(h.TS).UTC().Format(time.RFC3339Nano),
-		TS:     h.TS,
-		Body:   body,
-	}
-	if !h.Prev.IsZero() {
-		prev := h.Prev.String()
-		j.Prev = &prev
-	}
-	return j, nil
+	return sdk.NewRecordJSON(r.ID, r.Clock, r.Record)
 }
 
 func newCheckpointJSON(cp sdk.SavedCheckpoint) (checkpointJSON, error) {
-	rec, err := newRecordJSON(cp.Record)
-	if err != nil {
-		return checkpointJSON{}, err
-	}
-	c, err := checkpointOf(cp)
-	if err != nil {
-		return checkpointJSON{}, err
-	}
-	return checkpointJSON{
-		recordJSON: rec,
-		Summary:    c.Summary,
-		Learnings:  nonNil(c.Learnings),
-		NextSteps:  nonNil(c.NextSteps),
-		Name:       c.Name,
-		SessionID:  c.SessionID,
-	}, nil
+	return sdk.NewCheckpointJSON(cp.ID, cp.Clock, cp.Record.Record, cp.Checkpoint)
 }
 
-// checkpointOf returns the decoded checkpoint of cp, decoding the body if
-// the client did not.
-func checkpointOf(cp sdk.SavedCheckpoint) (*records.Checkpoint, error) {
-	if cp.Checkpoint != nil {
-		return cp.Checkpoint, nil
-	}
-	c, err := records.DecodeCheckpoint(cp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint %s: %w", cp.ID, err)
-	}
-	return c, nil
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-// writeJSON writes v as indented JSON followed by a newline.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
@@ -129,6 +53,19 @@ const (
 	nameWidth    = 24
 	actorWidth   = 40
 )
+
+// checkpointOf returns the decoded checkpoint of cp, decoding the body if
+// the client did not.
+func checkpointOf(cp sdk.SavedCheckpoint) (*records.Checkpoint, error) {
+	if cp.Checkpoint != nil {
+		return cp.Checkpoint, nil
+	}
+	c, err := records.DecodeCheckpoint(cp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", cp.ID, err)
+	}
+	return c, nil
+}
 
 // tableTime is how tables show a record's time: UTC, to the second.
 func tableTime(ts int64) string {

@@ -1,0 +1,91 @@
+package sdk
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/spl-dev/spl/records"
+)
+
+// RecordJSON is the JSON form of a stored record: the one the spl
+// command prints with --json and the HTTP API of spl serve answers with.
+// Its field names are part of both contracts.
+type RecordJSON struct {
+	ID     string          `json:"id"`
+	Clock  uint64          `json:"clock"`
+	Thread string          `json:"thread"`
+	Act    string          `json:"act"`
+	Kind   string          `json:"kind"`
+	Actor  string          `json:"actor"`
+	Time   string          `json:"time"` // RFC 3339 with nanoseconds, UTC
+	TS     int64           `json:"ts"`   // Unix milliseconds
+	Prev   *string         `json:"prev"` // null on the first record of a thread
+	Body   json.RawMessage `json:"body"`
+}
+
+// CheckpointJSON is the JSON form of a session checkpoint: the record, and
+// the checkpoint's fields lifted out of its body.
+type CheckpointJSON struct {
+	RecordJSON
+	Summary   string   `json:"summary"`
+	Learnings []string `json:"learnings"`
+	NextSteps []string `json:"next_steps"`
+	Name      string   `json:"name"`
+	SessionID string   `json:"session_id"`
+}
+
+// NewRecordJSON returns the JSON form of r, stored at clock with id.
+func NewRecordJSON(id records.ID, clock uint64, r *records.Record) (RecordJSON, error) {
+	body, err := records.BodyToJSON(r.Body)
+	if err != nil {
+		return RecordJSON{}, fmt.Errorf("record %s: body: %w", id, err)
+	}
+	h := r.Header
+	j := RecordJSON{
+		ID:     id.String(),
+		Clock:  clock,
+		Thread: h.Thread,
+		Act:    h.Act,
+		Kind:   h.Kind,
+		Actor:  h.Actor,
+		Time:   time.UnixMilli(h.TS).UTC().Format(time.RFC3339Nano),
+		TS:     h.TS,
+		Body:   body,
+	}
+	if !h.Prev.IsZero() {
+		prev := h.Prev.String()
+		j.Prev = &prev
+	}
+	return j, nil
+}
+
+// NewCheckpointJSON returns the JSON form of checkpoint r, stored at clock
+// with id. cp is its decoded body, or nil to decode it here.
+func NewCheckpointJSON(id records.ID, clock uint64, r *records.Record, cp *records.Checkpoint) (CheckpointJSON, error) {
+	rec, err := NewRecordJSON(id, clock, r)
+	if err != nil {
+		return CheckpointJSON{}, err
+	}
+	if cp == nil {
+		if cp, err = records.DecodeCheckpoint(r.Body); err != nil {
+			return CheckpointJSON{}, fmt.Errorf("checkpoint %s: %w", id, err)
+		}
+	}
+	return CheckpointJSON{
+		RecordJSON: rec,
+		Summary:    cp.Summary,
+		Learnings:  nonNil(cp.Learnings),
+		NextSteps:  nonNil(cp.NextSteps),
+		Name:       cp.Name,
+		SessionID:  cp.SessionID,
+	}, nil
+}
+
+// nonNil makes an absent list print as [] rather than null.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
