@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -217,6 +218,7 @@ func TestCrashBeforePositionChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := storedClock(t, r)
+	beforeModels := models(t, r)
 	es := entries(t, l)
 	a.erase(es[4].Record.Header.Thread, es[4])
 	end, _ := l.LastClock(ctxT(t))
@@ -238,7 +240,12 @@ func TestCrashBeforePositionChangesNothing(t *testing.T) {
 	if got, want := storedClock(t, r), end; got != want {
 		t.Fatalf("position=%d, want %d", got, want)
 	}
-	sameModels(t, "after the crash vs after the replay", afterCrash, models(t, r))
+	// The crash left models stored ahead of the position (how far ahead
+	// depends on how the consumer batched the entries); the replay applies
+	// those entries again, and the result is the fold of the log.
+	if reflect.DeepEqual(afterCrash, beforeModels) {
+		t.Fatalf("the crashing runtime stored no models ahead of the position: the test proves nothing")
+	}
 	sameModels(t, "KV vs memory", models(t, r), reference(t, r))
 }
 
