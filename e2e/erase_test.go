@@ -14,10 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
-	splog "github.com/spl-dev/spl/log"
-	"github.com/spl-dev/spl/records"
+	"github.com/spl-dev/spl/log/logtest"
 )
 
 // receipt is the --json receipt of session save and emit.
@@ -184,41 +181,11 @@ func damage(t *testing.T, dir string, del, forgeAt uint64, body map[string]any) 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	l, err := splog.Open(ctx, splog.Options{Dir: dir, Linger: time.Millisecond})
+	clock, err := logtest.Damage(ctx, dir, del, forgeAt, body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	e, err := l.At(ctx, forgeAt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream, err := l.JetStream().Stream(ctx, l.StreamName())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := stream.DeleteMsg(ctx, del); err != nil {
-		t.Fatal(err)
-	}
-	hd := e.Record.Header
-	changed, err := records.New(hd.Act, hd.Kind, hd.Thread, hd.Actor, e.Record.Time(), body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	forged := *e.Record
-	forged.Body = changed.Body
-	data, err := forged.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg := nats.NewMsg(splog.RecordSubject(hd.Thread, hd.Kind))
-	msg.Data = data
-	msg.Header.Set(splog.HeaderID, e.ID.String())
-	ack, err := l.JetStream().PublishMsg(ctx, msg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ack.Sequence
+	return clock
 }
 
 type problem struct {

@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	splog "github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/log/logtest"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
 )
@@ -138,45 +137,13 @@ func TestEraseRefusalsCommand(t *testing.T) {
 // with its body changed. It returns the forged clock.
 func damage(t *testing.T, home string, del, forgeAt uint64, body map[string]any) uint64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	l, err := splog.Open(ctx, splog.Options{Dir: home, Linger: time.Millisecond})
+	clock, err := logtest.Damage(ctx, home, del, forgeAt, body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	e, err := l.At(ctx, forgeAt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := l.JetStream().Stream(ctx, l.StreamName())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if del != 0 {
-		if err := s.DeleteMsg(ctx, del); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h := e.Record.Header
-	changed, err := records.New(h.Act, h.Kind, h.Thread, h.Actor, e.Record.Time(), body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	forged := *e.Record
-	forged.Body = changed.Body
-	data, err := forged.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg := nats.NewMsg(splog.RecordSubject(h.Thread, h.Kind))
-	msg.Data = data
-	msg.Header.Set(splog.HeaderID, e.ID.String())
-	ack, err := l.JetStream().PublishMsg(ctx, msg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ack.Sequence
+	return clock
 }
 
 func TestVerifyDamageCommand(t *testing.T) {

@@ -1,0 +1,75 @@
+// Package logtest damages a log behind spl's back, through the raw
+// JetStream API, for tests that prove verification finds the damage: a
+// message deleted with no erasure record, and a stored record republished
+// with its body changed.
+package logtest
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/records"
+)
+
+// Delete deletes the message at clock without an erasure record.
+func Delete(ctx context.Context, l *log.Log, clock uint64) error {
+	s, err := l.JetStream().Stream(ctx, l.StreamName())
+	if err != nil {
+		return fmt.Errorf("logtest: stream: %w", err)
+	}
+	if err := s.DeleteMsg(ctx, clock); err != nil {
+		return fmt.Errorf("logtest: delete %d: %w", clock, err)
+	}
+	return nil
+}
+
+// Forge republishes the record at clock with its body replaced by body,
+// keeping its header, salt and claimed id, so that the copy fails its body
+// digest. It returns the forged message's clock.
+func Forge(ctx context.Context, l *log.Log, clock uint64, body any) (uint64, error) {
+	e, err := l.At(ctx, clock)
+	if err != nil {
+		return 0, fmt.Errorf("logtest: read %d: %w", clock, err)
+	}
+	h := e.Record.Header
+	changed, err := records.New(h.Act, h.Kind, h.Thread, h.Actor, e.Record.Time(), body)
+	if err != nil {
+		return 0, fmt.Errorf("logtest: new body: %w", err)
+	}
+	forged := *e.Record
+	forged.Body = changed.Body
+	data, err := forged.Marshal()
+	if err != nil {
+		return 0, fmt.Errorf("logtest: marshal: %w", err)
+	}
+	msg := nats.NewMsg(log.RecordSubject(h.Thread, h.Kind))
+	msg.Data = data
+	msg.Header.Set(log.HeaderID, e.ID.String())
+	ack, err := l.JetStream().PublishMsg(ctx, msg)
+	if err != nil {
+		return 0, fmt.Errorf("logtest: publish: %w", err)
+	}
+	return ack.Sequence, nil
+}
+
+// Damage opens the embedded log in dir (becoming its server, or joining
+// the one running), deletes the message at clock del (none when 0), forges
+// the record at clock forge with body, and closes the log. It returns the
+// forged clock.
+func Damage(ctx context.Context, dir string, del, forge uint64, body any) (uint64, error) {
+	l, err := log.Open(ctx, log.Options{Dir: dir, Linger: time.Millisecond})
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	if del != 0 {
+		if err := Delete(ctx, l, del); err != nil {
+			return 0, err
+		}
+	}
+	return Forge(ctx, l, forge, body)
+}
