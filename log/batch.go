@@ -22,12 +22,21 @@ const (
 	hdrExpectSubjName = "Nats-Expected-Last-Subject-Sequence-Subject"
 )
 
-// Classes of a refused publish.
+// Classes of a refused publish, for PublishBatch's callers.
 var (
-	// errStale: a chain expectation failed; refresh heads and retry.
-	errStale = errors.New("thread moved on")
-	// errRefused: the server refused the publish for another reason.
-	errRefused = errors.New("refused by server")
+	// ErrExpectation reports a publish refused because an expectation
+	// header (a last sequence, per subject or not) no longer held: nothing
+	// of it was stored.
+	ErrExpectation = errors.New("spl/log: expectation failed")
+	// ErrRefused reports a publish the server refused for another reason:
+	// nothing of it was stored.
+	ErrRefused = errors.New("spl/log: publish refused")
+)
+
+// The writer's names for them.
+var (
+	errStale   = ErrExpectation // a chain expectation failed; refresh heads and retry
+	errRefused = ErrRefused
 )
 
 // pubAck is the server's answer to a publish or a batch commit.
@@ -57,10 +66,26 @@ type pubAck struct {
 func (w *writer) send(batch []*Pending) (uint64, error) {
 	ctx, cancel := w.l.untilLost(context.Background(), w.l.opts.Timeout)
 	defer cancel()
-	nc := w.l.nc
-	if len(batch) == 1 {
-		msg := w.message(batch[0])
-		resp, err := nc.RequestMsgWithContext(ctx, msg)
+	msgs := make([]*nats.Msg, len(batch))
+	for i, p := range batch {
+		msgs[i] = w.message(p)
+	}
+	return PublishBatch(ctx, w.l.nc, msgs)
+}
+
+// PublishBatch publishes msgs to their stream as one atomic batch (ADR-50:
+// headers Nats-Batch-Id, Nats-Batch-Sequence, Nats-Batch-Commit, which it
+// sets on msgs), or a lone message as a plain publish, and returns the
+// stream sequence of the first; the others follow it one by one. The
+// server stores all of them or none. A refusal wraps ErrExpectation or
+// ErrRefused (nothing stored); any other error leaves the outcome unknown.
+// The stream needs AllowAtomicPublish for more than one message.
+func PublishBatch(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg) (uint64, error) {
+	switch len(msgs) {
+	case 0:
+		return 0, fmt.Errorf("%w: empty batch", ErrRefused)
+	case 1:
+		resp, err := nc.RequestMsgWithContext(ctx, msgs[0])
 		if err != nil {
 			return 0, fmt.Errorf("publish: %w", err)
 		}
@@ -71,31 +96,30 @@ func (w *writer) send(batch []*Pending) (uint64, error) {
 		return ack.Seq, nil
 	}
 	id := nuid.Next()
-	for i, p := range batch {
-		msg := w.message(p)
+	last := len(msgs) - 1
+	for i, msg := range msgs[:last] {
 		msg.Header.Set(hdrBatchID, id)
 		msg.Header.Set(hdrBatchSeq, strconv.Itoa(i+1))
-		if i < len(batch)-1 {
-			if err := nc.PublishMsg(msg); err != nil {
-				return 0, fmt.Errorf("publish batch: %w", err)
-			}
-			continue
+		if err := nc.PublishMsg(msg); err != nil {
+			return 0, fmt.Errorf("publish batch: %w", err)
 		}
-		msg.Header.Set(hdrBatchCommit, "1")
-		resp, err := nc.RequestMsgWithContext(ctx, msg)
-		if err != nil {
-			return 0, fmt.Errorf("commit batch: %w", err)
-		}
-		ack, err := parseAck(resp.Data)
-		if err != nil {
-			return 0, err
-		}
-		if ack.Batch != id || ack.Count != uint64(len(batch)) {
-			return 0, fmt.Errorf("commit batch: ack for batch %q count %d, sent %q count %d", ack.Batch, ack.Count, id, len(batch))
-		}
-		return ack.Seq - ack.Count + 1, nil
 	}
-	return 0, fmt.Errorf("%w: empty batch", errRefused)
+	commit := msgs[last]
+	commit.Header.Set(hdrBatchID, id)
+	commit.Header.Set(hdrBatchSeq, strconv.Itoa(len(msgs)))
+	commit.Header.Set(hdrBatchCommit, "1")
+	resp, err := nc.RequestMsgWithContext(ctx, commit)
+	if err != nil {
+		return 0, fmt.Errorf("commit batch: %w", err)
+	}
+	ack, err := parseAck(resp.Data)
+	if err != nil {
+		return 0, err
+	}
+	if ack.Batch != id || ack.Count != uint64(len(msgs)) {
+		return 0, fmt.Errorf("commit batch: ack for batch %q count %d, sent %q count %d", ack.Batch, ack.Count, id, len(msgs))
+	}
+	return ack.Seq - ack.Count + 1, nil
 }
 
 // message is p's record as a NATS message: the envelope, its id, and, for

@@ -2,7 +2,6 @@ package projections
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -12,17 +11,13 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nuid"
 
 	"github.com/spl-dev/spl/log"
 )
 
-// Headers of the JetStream publish protocol the store uses; the atomic
-// batch ones are ADR-50's, for which nats.go has no helper.
+// Headers the store sets on its writes; log.PublishBatch adds the atomic
+// batch ones.
 const (
-	hdrBatchID     = "Nats-Batch-Id"
-	hdrBatchSeq    = "Nats-Batch-Sequence"
-	hdrBatchCommit = "Nats-Batch-Commit"
 	hdrExpectSubj  = "Nats-Expected-Last-Subject-Sequence"
 	hdrKVOperation = "KV-Operation"
 )
@@ -197,81 +192,26 @@ func (s *kvStore) message(w Write) *nats.Msg {
 	return msg
 }
 
-// publish stores the writes ws[idx...], one model, as a plain publish when
-// alone, else as one atomic batch, and sets their revisions.
+// publish stores the writes ws[idx...], one model, as one atomic batch
+// (a plain publish when alone), and sets their revisions.
 func (s *kvStore) publish(ctx context.Context, ws []Write, idx []int, revs []uint64) error {
 	ctx, cancel := s.d.context(ctx)
 	defer cancel()
-	if len(idx) == 1 {
-		resp, err := s.nc.RequestMsgWithContext(ctx, s.message(ws[idx[0]]))
-		if err != nil {
-			return fmt.Errorf("publish: %w", err)
-		}
-		ack, err := parseAck(resp.Data)
-		if err != nil {
-			return err
-		}
-		revs[idx[0]] = ack.Seq
-		return nil
-	}
-	id := nuid.Next()
+	msgs := make([]*nats.Msg, len(idx))
 	for j, i := range idx {
-		msg := s.message(ws[i])
-		msg.Header.Set(hdrBatchID, id)
-		msg.Header.Set(hdrBatchSeq, strconv.Itoa(j+1))
-		if j < len(idx)-1 {
-			if err := s.nc.PublishMsg(msg); err != nil {
-				return fmt.Errorf("publish batch: %w", err)
-			}
-			continue
-		}
-		msg.Header.Set(hdrBatchCommit, "1")
-		resp, err := s.nc.RequestMsgWithContext(ctx, msg)
-		if err != nil {
-			return fmt.Errorf("commit batch: %w", err)
-		}
-		ack, err := parseAck(resp.Data)
-		if err != nil {
-			return err
-		}
-		if ack.Batch != id || ack.Count != uint64(len(idx)) {
-			return fmt.Errorf("commit batch: ack for batch %q count %d, sent %q count %d", ack.Batch, ack.Count, id, len(idx))
-		}
-		first := ack.Seq - ack.Count + 1
-		for j, i := range idx {
-			revs[i] = first + uint64(j)
-		}
+		msgs[j] = s.message(ws[i])
+	}
+	first, err := log.PublishBatch(ctx, s.nc, msgs)
+	if errors.Is(err, log.ErrExpectation) {
+		return fmt.Errorf("%w: %v", ErrConflict, err)
+	}
+	if err != nil {
+		return err
+	}
+	for j, i := range idx {
+		revs[i] = first + uint64(j)
 	}
 	return nil
-}
-
-// pubAck is the server's answer to a publish or a batch commit.
-type pubAck struct {
-	Seq   uint64 `json:"seq"`
-	Batch string `json:"batch"`
-	Count uint64 `json:"count"`
-	Error *struct {
-		Code        int    `json:"code"`
-		ErrCode     int    `json:"err_code"`
-		Description string `json:"description"`
-	} `json:"error"`
-}
-
-func parseAck(data []byte) (pubAck, error) {
-	var ack pubAck
-	if err := json.Unmarshal(data, &ack); err != nil {
-		return ack, fmt.Errorf("publish: unreadable ack %q: %w", data, err)
-	}
-	if ack.Error != nil {
-		if strings.Contains(ack.Error.Description, "last sequence") {
-			return ack, fmt.Errorf("%w: %s", ErrConflict, ack.Error.Description)
-		}
-		return ack, fmt.Errorf("publish refused: %s (code %d)", ack.Error.Description, ack.Error.ErrCode)
-	}
-	if ack.Seq == 0 {
-		return ack, fmt.Errorf("publish: ack without sequence: %q", data)
-	}
-	return ack, nil
 }
 
 // dump returns every value of model, by key: for tests, and for comparing
