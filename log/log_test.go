@@ -485,3 +485,32 @@ func TestTailAcrossErasure(t *testing.T) {
 		t.Fatalf("the erasure record is not last")
 	}
 }
+
+// PublishBatch stores all of a batch or none: a failed expectation in it
+// is ErrExpectation and leaves the stream as it was.
+func TestPublishBatch(t *testing.T) {
+	l := openTest(t, "")
+	ctx := ctxT(t)
+	msgs := func(expect string) []*nats.Msg {
+		var ms []*nats.Msg
+		for i := range 3 {
+			m := nats.NewMsg(fmt.Sprintf("spl.rec.raw%d.k", i))
+			m.Data = []byte("x")
+			if i == 1 && expect != "" {
+				m.Header.Set(hdrExpectSubjSeq, expect)
+			}
+			ms = append(ms, m)
+		}
+		return ms
+	}
+	first, err := PublishBatch(ctx, l.Conn(), msgs(""))
+	if err != nil || first != 1 {
+		t.Fatalf("PublishBatch=%d, %v; want 1", first, err)
+	}
+	if _, err := PublishBatch(ctx, l.Conn(), msgs("7")); !errors.Is(err, ErrExpectation) {
+		t.Fatalf("batch with a failed expectation: err=%v, want ErrExpectation", err)
+	}
+	if last, err := l.LastClock(ctx); err != nil || last != 3 {
+		t.Fatalf("last clock=%d, %v after a refused batch; want 3", last, err)
+	}
+}
