@@ -121,10 +121,11 @@ type Log struct {
 	closed chan struct{}
 	once   sync.Once
 
-	// lost is closed when the connection drops; a request in flight then
-	// can no longer be answered. It is replaced by a fresh channel.
-	lostMu sync.Mutex
-	lost   chan struct{}
+	// lost is cancelled when the connection drops; a request in flight
+	// then can no longer be answered. It is replaced by a fresh one.
+	lostMu   sync.Mutex
+	lost     context.Context
+	loseConn context.CancelFunc
 
 	metaMu sync.Mutex
 	metaKV jetstream.KeyValue // the meta bucket, once bound
@@ -142,7 +143,8 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 	if err := opts.withDefaults(); err != nil {
 		return nil, err
 	}
-	l := &Log{opts: opts, closed: make(chan struct{}), lost: make(chan struct{})}
+	l := &Log{opts: opts, closed: make(chan struct{})}
+	l.lost, l.loseConn = context.WithCancel(context.Background())
 	var err error
 	if opts.URL != "" {
 		l.nc, err = nats.Connect(opts.URL, append([]nats.Option{nats.Name(opts.Name), nats.MaxReconnects(-1)}, opts.NATSOptions...)...)
@@ -232,8 +234,8 @@ func (l *Log) watchConn() {
 	prev := l.nc.Opts.DisconnectedErrCB
 	l.nc.SetDisconnectErrHandler(func(nc *nats.Conn, err error) {
 		l.lostMu.Lock()
-		close(l.lost)
-		l.lost = make(chan struct{})
+		l.loseConn()
+		l.lost, l.loseConn = context.WithCancel(context.Background())
 		l.lostMu.Unlock()
 		if prev != nil {
 			prev(nc, err)
@@ -245,22 +247,22 @@ func (l *Log) watchConn() {
 func (l *Log) connLost() <-chan struct{} {
 	l.lostMu.Lock()
 	defer l.lostMu.Unlock()
-	return l.lost
+	return l.lost.Done()
 }
 
 // untilLost returns a context that ends after timeout, or when the
-// connection drops, whichever comes first.
+// connection drops, whichever comes first. It costs no goroutine: it is on
+// the path of every read and append.
 func (l *Log) untilLost(parent context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(parent, timeout)
-	lost := l.connLost()
-	go func() {
-		select {
-		case <-lost:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
+	l.lostMu.Lock()
+	lost := l.lost
+	l.lostMu.Unlock()
+	stop := context.AfterFunc(lost, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
 }
 
 // Conn is the log's NATS connection, for code at the edge (projections,
