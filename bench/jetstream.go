@@ -53,18 +53,9 @@ func streamConfig() jetstream.StreamConfig {
 // start starts the server of loc (SyncAlways unless noSync) and connects
 // in process.
 func (p *jsPeer) start(ctx context.Context, loc string, noSync bool) (*jsStore, error) {
-	opts := &server.Options{
-		ServerName:            "bench-jetstream",
-		Host:                  "127.0.0.1",
-		Port:                  -1,
-		JetStream:             true,
-		StoreDir:              p.dir(loc), // the server keeps its store in <dir>/jetstream, as spl's does
-		SyncAlways:            !noSync,
-		NoSigs:                true,
-		NoLog:                 true,
-		MaxPayload:            8 << 20,
-		DisableShortFirstPing: true,
-	}
+	// The very server spl's embedded log runs, on the same options.
+	opts := splog.EmbeddedServerOptions(p.dir(loc), !noSync)
+	opts.ServerName = "bench-jetstream"
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream server: %w", err)

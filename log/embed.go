@@ -201,20 +201,29 @@ func (e *embedded) ensureServing() (string, error) {
 	return addr, nil
 }
 
-func (e *embedded) start() (*server.Server, error) {
-	opts := &server.Options{
+// EmbeddedServerOptions are the options of the server a data directory's
+// embedded log runs: JetStream with its store in dir/jetstream, fsync
+// before every ack unless syncAlways is false, a random loopback port, no
+// signal handlers, no logs. The embedded log adds its token. Exported so
+// that a benchmark's raw JetStream peer runs the very same server.
+func EmbeddedServerOptions(dir string, syncAlways bool) *server.Options {
+	return &server.Options{
 		ServerName:            "spl-embedded",
 		Host:                  "127.0.0.1",
 		Port:                  -1,
 		JetStream:             true,
-		StoreDir:              e.dir, // the server keeps its store in <dir>/jetstream
-		SyncAlways:            e.syncAll,
-		Authorization:         e.token,
+		StoreDir:              dir, // the server keeps its store in <dir>/jetstream
+		SyncAlways:            syncAlways,
 		NoSigs:                true,
 		NoLog:                 true,
 		MaxPayload:            maxPayload,
 		DisableShortFirstPing: true,
 	}
+}
+
+func (e *embedded) start() (*server.Server, error) {
+	opts := EmbeddedServerOptions(e.dir, e.syncAll)
+	opts.Authorization = e.token
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded server: %w", err)
