@@ -35,19 +35,9 @@ func (p *jsPeer) Name() string { return "jetstream" }
 
 func (p *jsPeer) dir(loc string) string { return filepath.Join(p.root, loc) }
 
-// streamConfig mirrors the stream spl's log provisions (log.streamConfig).
+// streamConfig is the stream spl's log provisions.
 func streamConfig() jetstream.StreamConfig {
-	return jetstream.StreamConfig{
-		Name:               splog.DefaultStream,
-		Subjects:           []string{splog.SubjectPrefix + ".>"},
-		Storage:            jetstream.FileStorage,
-		Retention:          jetstream.LimitsPolicy,
-		Discard:            jetstream.DiscardOld,
-		Replicas:           1,
-		MaxMsgSize:         records.MaxEncodedSize + 64<<10,
-		AllowDirect:        true,
-		AllowAtomicPublish: true,
-	}
+	return splog.StreamConfig(splog.DefaultStream, 1)
 }
 
 // start starts the server of loc (SyncAlways unless noSync) and connects

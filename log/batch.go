@@ -159,3 +159,92 @@ func parseAck(data []byte) (pubAck, error) {
 	}
 	return ack, nil
 }
+
+// acks receives the answers to pipelined publishes on one subscription:
+// each publish of a round carries a reply subject naming the round and
+// its position, so that a late answer to an abandoned round is ignored.
+type acks struct {
+	nc     *nats.Conn
+	prefix string
+	ch     chan *nats.Msg
+	sub    *nats.Subscription
+	round  uint64 // rounds sent so far
+}
+
+func newAcks(nc *nats.Conn, capacity int) (*acks, error) {
+	a := &acks{nc: nc, prefix: nc.NewInbox(), ch: make(chan *nats.Msg, 2*capacity)}
+	sub, err := nc.ChanSubscribe(a.prefix+".*.*", a.ch)
+	if err != nil {
+		return nil, fmt.Errorf("subscribe for acks: %w", err)
+	}
+	a.sub = sub
+	return a, nil
+}
+
+// ackResult is the answer to one pipelined publish.
+type ackResult struct {
+	seq uint64
+	err error // nil, errStale, errRefused, or else unknown outcome
+}
+
+// round is one set of pipelined publishes awaiting their answers.
+type round struct {
+	a       *acks
+	id      string
+	res     []ackResult
+	waiting int
+}
+
+// publish sends every message as a plain publish without waiting between
+// them; round.wait collects the answers.
+func (a *acks) publish(msgs []*nats.Msg) *round {
+	a.round++
+	r := &round{a: a, id: strconv.FormatUint(a.round, 10), res: make([]ackResult, len(msgs))}
+	for i, msg := range msgs {
+		msg.Reply = a.prefix + "." + r.id + "." + strconv.Itoa(i)
+		if err := a.nc.PublishMsg(msg); err != nil {
+			r.res[i].err = fmt.Errorf("publish: %w", err)
+			continue
+		}
+		r.res[i].err = errUnanswered
+		r.waiting++
+	}
+	return r
+}
+
+// wait collects the round's answers until ctx ends. A message the server
+// did not answer has an error that is neither errStale nor errRefused:
+// its outcome is unknown.
+func (r *round) wait(ctx context.Context) []ackResult {
+	for r.waiting > 0 {
+		select {
+		case m := <-r.a.ch:
+			id, pos, ok := strings.Cut(m.Subject[len(r.a.prefix)+1:], ".")
+			if !ok || id != r.id {
+				continue // an answer to an abandoned round
+			}
+			i, err := strconv.Atoi(pos)
+			if err != nil || i < 0 || i >= len(r.res) || !errors.Is(r.res[i].err, errUnanswered) {
+				continue
+			}
+			ack, err := parseAck(m.Data)
+			r.res[i] = ackResult{seq: ack.Seq, err: err}
+			r.waiting--
+		case <-ctx.Done():
+			for i := range r.res {
+				if errors.Is(r.res[i].err, errUnanswered) {
+					r.res[i].err = fmt.Errorf("publish: %w: %w", errUnanswered, ctx.Err())
+				}
+			}
+			r.waiting = 0
+		}
+	}
+	return r.res
+}
+
+// errUnanswered marks a publish whose answer has not come.
+var errUnanswered = errors.New("no answer from the server")
+
+func (a *acks) close() {
+	_ = a.sub.Unsubscribe()
+}

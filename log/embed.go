@@ -36,10 +36,9 @@ const (
 // connection dials (see dial), so a long-lived client survives the exit of
 // the process that happened to start the server.
 type embedded struct {
-	dir     string
-	token   string
-	linger  time.Duration
-	syncAll bool
+	dir    string
+	token  string
+	linger time.Duration
 
 	mu     sync.Mutex
 	lock   *DirLock       // held while this process serves
@@ -47,7 +46,7 @@ type embedded struct {
 	closed bool
 }
 
-func newEmbedded(dir string, syncAlways bool, linger time.Duration) (*embedded, error) {
+func newEmbedded(dir string, linger time.Duration) (*embedded, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
@@ -55,7 +54,7 @@ func newEmbedded(dir string, syncAlways bool, linger time.Duration) (*embedded, 
 	if err != nil {
 		return nil, err
 	}
-	return &embedded{dir: dir, token: token, linger: linger, syncAll: syncAlways}, nil
+	return &embedded{dir: dir, token: token, linger: linger}, nil
 }
 
 // loadToken reads the directory's client token, creating it on first use.
@@ -222,7 +221,9 @@ func EmbeddedServerOptions(dir string, syncAlways bool) *server.Options {
 }
 
 func (e *embedded) start() (*server.Server, error) {
-	opts := EmbeddedServerOptions(e.dir, e.syncAll)
+	// Without SyncAlways: the writers of the processes on the directory
+	// fsync the stream themselves, once per group commit (blockSyncer).
+	opts := EmbeddedServerOptions(e.dir, false)
 	opts.Authorization = e.token
 	srv, err := server.NewServer(opts)
 	if err != nil {

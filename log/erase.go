@@ -195,6 +195,14 @@ func (l *Log) finishErasures(ctx context.Context) error {
 		return err
 	}
 	if last > applied {
+		// The secure deletes rewrote blocks; make them durable before the
+		// watermark says they are done (the embedded log's server does not
+		// fsync by itself).
+		if l.sync != nil {
+			if err := l.sync.syncAll(); err != nil {
+				return err
+			}
+		}
 		if kv, err = l.meta(ctx, true); err != nil {
 			return err
 		}

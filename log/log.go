@@ -31,8 +31,9 @@ type Options struct {
 	Stream string
 	// Replicas of the stream when Open creates it; 1 when zero.
 	Replicas int
-	// NoSync turns off fsync before ack in the embedded server. It trades
-	// durability on power loss for speed; never the default.
+	// NoSync turns off fsync before ack in the embedded log. It trades
+	// durability on power loss for speed; never the default. (With URL,
+	// durability is the server's: SyncAlways, or a majority of replicas.)
 	NoSync bool
 	// MaxBatch bounds the records of one group commit; 1000 when zero
 	// (the server's default limit of an atomic batch).
@@ -57,7 +58,8 @@ type Options struct {
 type BatchStats struct {
 	Records int           // records in the batch
 	Bytes   int           // encoded bytes of those records
-	Commit  time.Duration // from the first message sent to the server's answer (one fsync)
+	Commit  time.Duration // from the first message sent to the last answer, fsync included
+	Fsync   time.Duration // of Commit, the writer's own fsync (embedded log; 0 when the server fsyncs)
 	Err     error         // nil when the batch landed
 }
 
@@ -118,6 +120,7 @@ type Log struct {
 	emb    *embedded
 	api    string // direct get subject prefix of the stream
 	w      *writer
+	sync   *blockSyncer // the embedded log's fsync, done by the writer; nil with URL or NoSync
 	closed chan struct{}
 	once   sync.Once
 
@@ -152,7 +155,7 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 			return nil, fmt.Errorf("spl/log: connect %s: %w", opts.URL, err)
 		}
 	} else {
-		l.emb, err = newEmbedded(opts.Dir, !opts.NoSync, opts.Linger)
+		l.emb, err = newEmbedded(opts.Dir, opts.Linger)
 		if err != nil {
 			return nil, fmt.Errorf("spl/log: %w", err)
 		}
@@ -172,7 +175,17 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 		return nil, err
 	}
 	l.api = "$JS.API.DIRECT.GET." + opts.Stream
-	l.w = newWriter(l)
+	if l.emb != nil && !opts.NoSync {
+		l.sync = newBlockSyncer(opts.Dir, opts.Stream)
+		if err := l.sync.check(); err != nil {
+			l.shutdown()
+			return nil, fmt.Errorf("spl/log: %w", err)
+		}
+	}
+	if l.w, err = newWriter(l); err != nil {
+		l.shutdown()
+		return nil, fmt.Errorf("spl/log: %w", err)
+	}
 	// Finish erasures a crashed process left half done.
 	if err := l.finishErasures(ctx); err != nil {
 		l.Close()
@@ -181,15 +194,17 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 	return l, nil
 }
 
-// streamConfig is what the log needs of its stream.
-func (l *Log) streamConfig() jetstream.StreamConfig {
+// StreamConfig is the configuration of the log's stream: what Open
+// provisions. Exported so that a benchmark's raw JetStream peer runs the
+// very same stream.
+func StreamConfig(name string, replicas int) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
-		Name:               l.opts.Stream,
+		Name:               name,
 		Subjects:           []string{SubjectPrefix + ".>"},
 		Storage:            jetstream.FileStorage,
 		Retention:          jetstream.LimitsPolicy,
 		Discard:            jetstream.DiscardOld,
-		Replicas:           l.opts.Replicas,
+		Replicas:           replicas,
 		MaxMsgSize:         records.MaxEncodedSize + 64<<10,
 		AllowDirect:        true,
 		AllowAtomicPublish: true,
@@ -200,7 +215,7 @@ func (l *Log) streamConfig() jetstream.StreamConfig {
 // the log needs. It never turns on DenyDelete or DenyPurge: erasure needs
 // both operations.
 func (l *Log) provision(ctx context.Context) error {
-	want := l.streamConfig()
+	want := StreamConfig(l.opts.Stream, l.opts.Replicas)
 	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
 	defer cancel()
 	s, err := l.js.Stream(ctx, want.Name)
@@ -283,6 +298,9 @@ func (l *Log) Close() error {
 		close(l.closed)
 		if l.w != nil {
 			l.w.stop()
+		}
+		if l.sync != nil {
+			l.sync.close()
 		}
 		l.shutdown()
 	})

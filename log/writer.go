@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/spl-dev/spl/records"
 )
 
@@ -125,6 +127,7 @@ type writer struct {
 	quit  chan struct{}
 	wg    sync.WaitGroup
 	heads map[string]head // by thread
+	acks  *acks           // answers to pipelined publishes, when the writer fsyncs itself
 
 	mu         sync.Mutex
 	landed     map[[32]byte]landedRec // recent appends by body digest, for retries
@@ -133,7 +136,7 @@ type writer struct {
 	doubts     map[[32]byte]doubt
 }
 
-func newWriter(l *Log) *writer {
+func newWriter(l *Log) (*writer, error) {
 	w := &writer{
 		l:      l,
 		in:     make(chan *Pending, queueCap),
@@ -142,14 +145,24 @@ func newWriter(l *Log) *writer {
 		landed: make(map[[32]byte]landedRec),
 		doubts: make(map[[32]byte]doubt),
 	}
+	if l.sync != nil {
+		a, err := newAcks(l.nc, l.opts.MaxBatch)
+		if err != nil {
+			return nil, err
+		}
+		w.acks = a
+	}
 	w.wg.Add(1)
 	go w.run()
-	return w
+	return w, nil
 }
 
 func (w *writer) stop() {
 	close(w.quit)
 	w.wg.Wait()
+	if w.acks != nil {
+		w.acks.close()
+	}
 }
 
 func (w *writer) run() {
@@ -301,12 +314,9 @@ func backoff(attempt int) {
 	time.Sleep(min(ceil, 20*time.Millisecond) * time.Duration(1+rand.IntN(100)) / 100)
 }
 
-// land sends batch until it lands, splitting it when the server refuses it
-// for a reason other than a stale chain.
-func (w *writer) land(batch []*Pending, attempt int) {
-	if len(batch) == 0 {
-		return
-	}
+// callersCtx is the context of batch's caller that waits longest: the
+// bound of the reads the writer makes on the batch's behalf.
+func callersCtx(batch []*Pending) context.Context {
 	ctx := batch[0].ctx
 	for _, p := range batch[1:] {
 		if dl, ok := p.ctx.Deadline(); ok {
@@ -315,6 +325,20 @@ func (w *writer) land(batch []*Pending, attempt int) {
 			}
 		}
 	}
+	return ctx
+}
+
+// land sends batch until it lands, splitting it when the server refuses it
+// for a reason other than a stale chain.
+func (w *writer) land(batch []*Pending, attempt int) {
+	if len(batch) == 0 {
+		return
+	}
+	if w.acks != nil {
+		w.landEach(batch, attempt)
+		return
+	}
+	ctx := callersCtx(batch)
 	if err := w.seal(ctx, batch); err != nil {
 		w.fail(batch, err)
 		return
@@ -331,7 +355,7 @@ func (w *writer) land(batch []*Pending, attempt int) {
 	}
 	switch {
 	case err == nil:
-		w.landed1(batch, first)
+		w.landed1(batch, first, nil)
 	case errors.Is(err, errStale) && attempt < maxAttempts:
 		// Another writer moved the thread on. Back off a random while,
 		// growing with each lost race, so a slower writer (one further
@@ -352,13 +376,154 @@ func (w *writer) land(batch []*Pending, attempt int) {
 	}
 }
 
-// landed1 completes a batch whose first record got clock first.
-func (w *writer) landed1(batch []*Pending, first uint64) {
+// landed1 completes a batch whose first record got clock first. serr is
+// the error of the fsync that was to make it durable, if any.
+func (w *writer) landed1(batch []*Pending, first uint64, serr error) {
 	for i, p := range batch {
-		e := Entry{Clock: first + uint64(i), ID: p.id, Record: p.sealed}
-		w.heads[p.rec.Header.Thread] = head{id: p.id, clock: e.Clock, idClock: e.Clock}
-		w.remember(e)
-		p.finish(e, nil)
+		w.settle(p, first+uint64(i), serr)
+	}
+}
+
+// settle completes an append stored at clock. It is remembered (a retry
+// returns it) even when the fsync that was to make it durable failed
+// (serr), which the caller is told.
+func (w *writer) settle(p *Pending, clock uint64, serr error) {
+	e := Entry{Clock: clock, ID: p.id, Record: p.sealed}
+	w.heads[p.rec.Header.Thread] = head{id: p.id, clock: clock, idClock: clock}
+	w.remember(e)
+	if serr != nil {
+		p.finish(Entry{}, fmt.Errorf("spl/log: append: stored at clock %d, but not made durable: %w", clock, serr))
+		return
+	}
+	p.finish(e, nil)
+}
+
+// fsync makes durable what the server stored, when the writer is the one
+// to (the embedded log); else the server did before it answered.
+func (w *writer) fsync() error {
+	if w.l.sync == nil {
+		return nil
+	}
+	return w.l.sync.sync()
+}
+
+// landEach sends batch the embedded way: a record alone of its thread in
+// the batch goes out as a plain publish, all of them pipelined; threads
+// with several records go out together as one atomic batch, since each of
+// their records chains on the one before and must not land without it.
+// Once every answer is in, one fsync makes all that landed durable, and
+// only then are the callers answered: group commit without the server's
+// per-message fsync or its staging of atomic batches.
+func (w *writer) landEach(batch []*Pending, attempt int) {
+	per := make(map[string]int, len(batch))
+	for _, p := range batch {
+		per[p.rec.Header.Thread]++
+	}
+	singles := make([]*Pending, 0, len(batch))
+	var chained []*Pending
+	for _, p := range batch {
+		if per[p.rec.Header.Thread] == 1 {
+			singles = append(singles, p)
+		} else {
+			chained = append(chained, p)
+		}
+	}
+	ctx := callersCtx(batch)
+	if err := w.seal(ctx, singles); err != nil {
+		w.fail(batch, err)
+		return
+	}
+	if err := w.seal(ctx, chained); err != nil {
+		w.fail(batch, err)
+		return
+	}
+	sctx, cancel := w.l.untilLost(context.Background(), w.l.opts.Timeout)
+	defer cancel()
+	sent := time.Now()
+	msgs := make([]*nats.Msg, len(singles))
+	for i, p := range singles {
+		msgs[i] = w.message(p)
+	}
+	r := w.acks.publish(msgs)
+	var (
+		first uint64
+		cerr  error
+	)
+	if len(chained) > 0 {
+		cmsgs := make([]*nats.Msg, len(chained))
+		for i, p := range chained {
+			cmsgs[i] = w.message(p)
+		}
+		first, cerr = PublishBatch(sctx, w.l.nc, cmsgs)
+	}
+	res := r.wait(sctx)
+
+	stored := len(chained) > 0 && cerr == nil
+	var firstErr error
+	for _, a := range res {
+		if a.err == nil {
+			stored = true
+		} else if firstErr == nil {
+			firstErr = a.err
+		}
+	}
+	if firstErr == nil {
+		firstErr = cerr
+	}
+	var serr error
+	var synced time.Duration
+	if stored {
+		s0 := time.Now()
+		serr = w.fsync()
+		synced = time.Since(s0)
+	}
+	if w.l.opts.Observe != nil {
+		st := BatchStats{Records: len(batch), Commit: time.Since(sent), Fsync: synced, Err: firstErr}
+		if st.Err == nil {
+			st.Err = serr
+		}
+		for _, p := range batch {
+			st.Bytes += len(p.data)
+		}
+		w.l.opts.Observe(st)
+	}
+
+	var retry []*Pending
+	for i, p := range singles {
+		switch err := res[i].err; {
+		case err == nil:
+			w.settle(p, res[i].seq, serr)
+		case errors.Is(err, errStale) && attempt < maxAttempts:
+			retry = append(retry, p)
+		case errors.Is(err, errRefused), errors.Is(err, errStale):
+			w.fail([]*Pending{p}, err)
+		default:
+			one := []*Pending{p}
+			w.inDoubt(one, threadRuns(one), err, attempt)
+		}
+	}
+	switch {
+	case len(chained) == 0:
+	case cerr == nil:
+		w.landed1(chained, first, serr)
+	case errors.Is(cerr, errStale) && attempt < maxAttempts:
+		retry = append(retry, chained...)
+	case errors.Is(cerr, errRefused) && len(chained) > 1:
+		mid := len(chained) / 2
+		w.land(chained[:mid], attempt)
+		w.land(chained[mid:], attempt)
+	case errors.Is(cerr, errRefused), errors.Is(cerr, errStale):
+		w.fail(chained, cerr)
+	default:
+		w.inDoubt(chained, threadRuns(chained), cerr, attempt)
+	}
+	if len(retry) > 0 {
+		// Other writers moved these threads on (see land).
+		for _, p := range retry {
+			delete(w.heads, p.rec.Header.Thread)
+		}
+		backoff(attempt)
+		w.land(retry, attempt+1)
 	}
 }
 
@@ -375,7 +540,7 @@ func (w *writer) inDoubt(batch []*Pending, runs map[string]*run, cause error, at
 		landed, first, err := w.check(batch, runs)
 		if err == nil {
 			if landed {
-				w.landed1(batch, first)
+				w.landed1(batch, first, w.fsync())
 				return
 			}
 			for t := range runs {

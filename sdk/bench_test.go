@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
@@ -18,7 +20,7 @@ import (
 )
 
 // The benchmarks measure spl against raw JetStream on the same embedded
-// server, stream and payload bytes, in the same run, so that the figures
+// server options, stream and payload bytes, in the same run, so that the figures
 // compare as ratios on a noisy machine. Each reports ops/s and latency
 // percentiles as extra metrics; ns/op is wall time over all workers.
 
@@ -43,6 +45,35 @@ func checkpoint(i int) records.Checkpoint {
 func checkpointEvent(i, threads int) sdk.Event {
 	cp := checkpoint(i)
 	return sdk.Event{Act: records.ActLearn, Kind: records.KindCheckpoint, Thread: fmt.Sprintf("th_%d", i%threads), Body: &cp}
+}
+
+// rawJetStream is the raw peer: the server spl's embedded log runs, on
+// the same options but with SyncAlways (the server fsyncs every message
+// before its ack), and the same stream.
+func rawJetStream(b *testing.B) jetstream.JetStream {
+	b.Helper()
+	srv, err := server.NewServer(splog.EmbeddedServerOptions(b.TempDir(), true))
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(30 * time.Second) {
+		b.Fatal("raw server not ready")
+	}
+	b.Cleanup(srv.Shutdown)
+	nc, err := nats.Connect("", nats.InProcessServer(srv))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := js.CreateStream(context.Background(), splog.StreamConfig(splog.DefaultStream, 1)); err != nil {
+		b.Fatal(err)
+	}
+	return js
 }
 
 // rawMessages are the same records as spl would store, ready to publish
@@ -104,7 +135,7 @@ func runWorkers(b *testing.B, workers int, op func(i int) error) {
 
 // BenchmarkEmit: durable emits (fsync before ack) by 1 and 64 concurrent
 // emitters over 1,000 threads, against raw JetStream sync publishes of the
-// same bytes under the same SyncAlways server.
+// same bytes to the same server and stream under SyncAlways.
 func BenchmarkEmit(b *testing.B) {
 	for _, workers := range []int{1, 64} {
 		b.Run(fmt.Sprintf("spl/emitters=%d", workers), func(b *testing.B) {
@@ -120,10 +151,9 @@ func BenchmarkEmit(b *testing.B) {
 			})
 		})
 		b.Run(fmt.Sprintf("jetstream/emitters=%d", workers), func(b *testing.B) {
-			c := benchClient(b)
 			ctx := context.Background()
 			msgs := rawMessages(b, b.N, 1000)
-			js := c.Log().JetStream()
+			js := rawJetStream(b)
 			runWorkers(b, workers, func(i int) error {
 				_, err := js.PublishMsg(ctx, msgs[i])
 				return err

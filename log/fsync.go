@@ -1,0 +1,210 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// blockSyncer makes durable what the embedded server wrote to the log's
+// stream: it fsyncs the stream's message block files.
+//
+// The embedded server runs without SyncAlways: it writes every message to
+// its block file before it acks it (flush in place, the file store's mode
+// for a single replica), and leaves the fsync to the writer, which issues
+// one per group commit for all the appends of the group, before it
+// answers any of them. fsync(2) writes back a file's dirty pages whoever
+// wrote them, so one fsync of the block (and of the ones the group rolled
+// over to) covers every message of the group. See "Appends and group
+// commit" in docs/design.md for why and what it measures.
+//
+// Appends only ever go to the stream's last block, so what a group wrote
+// is in the last block the previous sync saw and in the blocks created
+// since (block indexes grow by one). The server may replace a block by
+// renaming a rewritten copy over it (compaction, secure delete); such a
+// copy is fsynced by the server before the rename, and the rename changes
+// the directory, upon which the syncer opens the blocks anew by name.
+type blockSyncer struct {
+	dir string // the stream's msgs directory
+
+	mu      sync.Mutex
+	hi      int       // highest block index known; 0 before the first sync
+	f       *os.File  // block hi, open
+	dirTime time.Time // mtime of dir when hi was found by a scan
+}
+
+// newBlockSyncer syncs the blocks of stream in the embedded store under
+// dataDir (the account is the global one: the embedded server has no
+// accounts).
+func newBlockSyncer(dataDir, stream string) *blockSyncer {
+	return &blockSyncer{dir: filepath.Join(dataDir, "jetstream", "$G", "streams", stream, "msgs")}
+}
+
+// check confirms that the store is laid out as the syncer expects, so a
+// server upgrade that moves it fails loudly at open, not silently at the
+// first power loss.
+func (s *blockSyncer) check() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.scan(); err != nil {
+		return fmt.Errorf("stream store: %w", err)
+	}
+	return nil
+}
+
+// sync fsyncs the blocks written since the last sync.
+func (s *blockSyncer) sync() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	grew := false
+	if s.f == nil || s.dirChanged() {
+		// First sync, or blocks were created, removed or replaced: find
+		// the last block again, and sync the ones since the last known.
+		prev := s.hi
+		s.closeBlock()
+		hi, err := s.scan()
+		if err != nil {
+			return err
+		}
+		for i := max(prev, 1); i < hi; i++ {
+			if err := syncFile(s.block(i)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+		grew = prev != 0 && hi != prev
+		s.hi = hi
+	}
+	// Blocks the server rolled over to since (the directory's mtime says
+	// so too, but its granularity may be coarse).
+	for {
+		if _, err := os.Stat(s.block(s.hi + 1)); errors.Is(err, fs.ErrNotExist) {
+			break
+		} else if err != nil {
+			return fmt.Errorf("fsync log: %w", err)
+		}
+		if err := s.syncBlock(); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		s.closeBlock()
+		s.hi++
+		grew = true
+	}
+	if err := s.syncBlock(); err != nil {
+		return err
+	}
+	if grew {
+		// New directory entries must be durable too.
+		if err := syncFile(s.dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncBlock fsyncs block hi, opening it when it is not open.
+func (s *blockSyncer) syncBlock() error {
+	if s.f == nil {
+		f, err := os.Open(s.block(s.hi))
+		if err != nil {
+			return fmt.Errorf("fsync log: %w", err)
+		}
+		s.f = f
+	}
+	if err := s.f.Sync(); err != nil {
+		s.closeBlock()
+		return fmt.Errorf("fsync log: %d.blk: %w", s.hi, err)
+	}
+	return nil
+}
+
+func (s *blockSyncer) closeBlock() {
+	if s.f != nil {
+		s.f.Close()
+		s.f = nil
+	}
+}
+
+// close releases the open block.
+func (s *blockSyncer) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closeBlock()
+}
+
+// syncAll fsyncs every block and the directory: after secure deletes,
+// which rewrite blocks anywhere in the stream.
+func (s *blockSyncer) syncAll() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return fmt.Errorf("fsync log: %w", err)
+	}
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".blk") {
+			continue
+		}
+		if err := syncFile(filepath.Join(s.dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return syncFile(s.dir)
+}
+
+func (s *blockSyncer) block(i int) string {
+	return filepath.Join(s.dir, strconv.Itoa(i)+".blk")
+}
+
+// dirChanged reports whether the directory changed since the last scan
+// (a block created, removed or renamed over).
+func (s *blockSyncer) dirChanged() bool {
+	fi, err := os.Stat(s.dir)
+	return err != nil || !fi.ModTime().Equal(s.dirTime)
+}
+
+// scan finds the highest block index in the directory, and notes the
+// directory's mtime (taken before reading it, so that a change during the
+// scan shows at the next sync).
+func (s *blockSyncer) scan() (int, error) {
+	fi, err := os.Stat(s.dir)
+	if err != nil {
+		return 0, fmt.Errorf("fsync log: %w", err)
+	}
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return 0, fmt.Errorf("fsync log: %w", err)
+	}
+	hi := 0
+	for _, e := range ents {
+		n, ok := strings.CutSuffix(e.Name(), ".blk")
+		if !ok {
+			continue
+		}
+		if i, err := strconv.Atoi(n); err == nil && i > hi {
+			hi = i
+		}
+	}
+	if hi == 0 {
+		return 0, fmt.Errorf("fsync log: no message block in %s", s.dir)
+	}
+	s.dirTime = fi.ModTime()
+	return hi, nil
+}
+
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("fsync log: %w", err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("fsync log: %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
