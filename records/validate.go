@@ -24,8 +24,8 @@ const (
 )
 
 var (
-	actRE  = regexp.MustCompile(actPattern)
-	kindRE = regexp.MustCompile(kindPattern)
+	actRE  = regexp.MustCompile(actPattern)  // the rule; validAct is its fast form
+	kindRE = regexp.MustCompile(kindPattern) // the rule; validKind is its fast form
 )
 
 // requiredAct maps a well-known kind to the act it must be written with.
@@ -62,7 +62,7 @@ func (h Header) validate() *FieldError {
 	if h.V != FormatVersion {
 		return fieldErrorf("v", "must be %d, got %d", FormatVersion, h.V)
 	}
-	if !actRE.MatchString(h.Act) {
+	if !validAct(h.Act) {
 		return fieldErrorf("act", "must match %s (upper-case verb), got %s", actPattern, quote(h.Act))
 	}
 	if rule := kindRule(h.Kind); rule != "" {
@@ -87,7 +87,7 @@ func kindRule(kind string) string {
 	switch {
 	case len(kind) > maxKindLen:
 		return "must be at most 128 bytes, got " + strconv.Itoa(len(kind)) + ": " + quote(kind)
-	case !kindRE.MatchString(kind):
+	case !validKind(kind):
 		return "must match " + kindPattern + " (lower-case dotted name), got " + quote(kind)
 	case strings.Count(kind, ".")+1 > maxKindParts:
 		return "must have at most 16 dot-separated parts, got " + strconv.Itoa(strings.Count(kind, ".")+1)
@@ -185,4 +185,40 @@ func asFieldError(err error) error {
 	}
 	msg := strings.TrimSuffix(err.Error(), ": "+ErrCorrupt.Error())
 	return &FieldError{Field: "body", Rule: "must be a canonical CBOR map: " + msg}
+}
+
+// validAct reports whether s matches actPattern, without a regexp (it runs
+// for every record built or read).
+func validAct(s string) bool {
+	if len(s) < 2 || len(s) > 16 || s[0] < 'A' || s[0] > 'Z' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// validKind reports whether s matches kindPattern, without a regexp:
+// dot-separated words, each a lower-case letter then lower-case letters,
+// digits and underscores.
+func validKind(s string) bool {
+	start := true // at the first byte of a word
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case start:
+			if c < 'a' || c > 'z' {
+				return false
+			}
+			start = false
+		case c == '.':
+			start = true
+		case !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_'):
+			return false
+		}
+	}
+	return len(s) > 0 && !start
 }
