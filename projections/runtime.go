@@ -438,6 +438,20 @@ func (r *Runtime) follow(ctx context.Context, ls *lease, done func(position) boo
 	if err != nil {
 		return false, err
 	}
+	if !pos.Reset && pos.Clock > 0 {
+		last, err := r.log.LastClock(ctx)
+		if err != nil {
+			return false, fmt.Errorf("end of the log: %w", err)
+		}
+		if pos.Clock > last {
+			// The read models are ahead of their log: the log lost its
+			// tail (on the embedded log, a power loss before the writer's
+			// fsync; KV is written without one) or was replaced. They may
+			// hold what the log no longer has: rebuild them.
+			r.opts.Logf("spl/projections: %s: position %d is past the end of the log (%d); rebuilding", r.Name(), pos.Clock, last)
+			pos.Reset = true
+		}
+	}
 	st := newState(r.fold, r.store, r.hist, r.opts.CacheSize)
 	if pos.Reset {
 		for _, m := range r.fold.Models() {

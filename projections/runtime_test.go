@@ -44,7 +44,9 @@ func newRuntime(t testing.TB, l *log.Log, opts Options) *Runtime {
 	if opts.LeaseTTL == 0 {
 		opts.LeaseTTL = 600 * time.Millisecond
 	}
-	opts.Logf = t.Logf
+	if opts.Logf == nil {
+		opts.Logf = t.Logf
+	}
 	r, err := New(ctxT(t), l, Index(), opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -247,6 +249,47 @@ func TestCrashBeforePositionChangesNothing(t *testing.T) {
 		t.Fatalf("the crashing runtime stored no models ahead of the position: the test proves nothing")
 	}
 	sameModels(t, "KV vs memory", models(t, r), reference(t, r))
+}
+
+// Read models ahead of their log (the log lost its tail, as a power loss
+// before the embedded writer's fsync can make it, while KV kept its
+// writes): the next projector rebuilds instead of trusting them.
+func TestPositionPastEndOfLogRebuilds(t *testing.T) {
+	l := openLog(t, "")
+	a := &appender{t: t, l: l}
+	for i := range 20 {
+		a.add(fmt.Sprintf("th_%d", i%3), "agent.step", nil)
+		if i%4 == 0 {
+			a.checkpoint(fmt.Sprintf("th_%d", i%3), fmt.Sprintf("cp %d", i))
+		}
+	}
+	r := newRuntime(t, l, Options{})
+	if err := r.CatchUp(ctxT(t), 10); err != nil {
+		t.Fatal(err)
+	}
+	end, _ := l.LastClock(ctxT(t))
+	// The models hold the first 10 clocks; the position claims far more
+	// than the log has.
+	p, rev, err := r.readPosition(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Clock = end + 100
+	if _, err := r.writePosition(ctxT(t), p, rev, "test"); err != nil {
+		t.Fatal(err)
+	}
+	var logged []string
+	next := newRuntime(t, l, Options{Logf: func(f string, args ...any) { logged = append(logged, fmt.Sprintf(f, args...)) }})
+	if err := next.CatchUp(ctxT(t), end); err != nil {
+		t.Fatalf("CatchUp: %v", err)
+	}
+	if got := storedClock(t, next); got != end {
+		t.Fatalf("position=%d, want the end of the log %d", got, end)
+	}
+	sameModels(t, "KV vs memory", models(t, next), reference(t, next))
+	if len(logged) == 0 || !strings.Contains(logged[0], "past the end of the log") {
+		t.Fatalf("logged %q, want the rebuild said", logged)
+	}
 }
 
 func TestCorruptMessageSkippedAndCounted(t *testing.T) {
