@@ -362,29 +362,65 @@ func (l *Log) Tail(ctx context.Context, thread string, n int, opts ...ReadOption
 }
 
 // walkBack returns up to n records of a thread ending with last, in clock
-// order, by following each record's prev clock header: one get per
-// record. It reports false when the chain cannot be followed (a message
-// without the headers, a record erased, replaced or corrupt), and the
-// caller scans instead.
+// order, by following each message's prev clock header: one get per
+// record. The gets are sequential round trips; the records are decoded
+// and verified on another goroutine meanwhile, and the chain checked once
+// all are in. It reports false when the chain cannot be followed (a
+// message without the headers, a record erased, replaced or corrupt), and
+// the caller scans instead.
 func (l *Log) walkBack(ctx context.Context, last stored, n int) ([]Entry, bool) {
-	m := last
-	var es []Entry
-	for {
-		e, err := m.decode()
-		if err != nil {
-			return nil, false
+	ms := make([]stored, n) // newest first
+	es := make([]Entry, n)
+	bad := make([]bool, n)
+	work := make(chan int, n)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range work {
+			e, err := ms[i].decode()
+			es[i], bad[i] = e, err != nil
 		}
-		es = append(es, e)
-		prev := e.Record.Header.Prev
-		if len(es) == n || prev.IsZero() {
+	}()
+	ms[0] = last
+	work <- 0
+	got, ok := 1, true
+	for got < n {
+		m := ms[got-1]
+		c := prevClockOf(m)
+		if c == 0 {
+			break // the thread's first record, or no header: checked below
+		}
+		if c >= m.clock {
+			ok = false
 			break
 		}
-		c := prevClockOf(m)
-		if c == 0 || c >= m.clock {
+		next, err := l.get(ctx, getRequest{Seq: c})
+		if err != nil {
+			ok = false
+			break
+		}
+		ms[got] = next
+		work <- got
+		got++
+	}
+	close(work)
+	<-done
+	if !ok {
+		return nil, false
+	}
+	es = es[:got]
+	for i := range es {
+		if bad[i] {
 			return nil, false
 		}
-		if m, err = l.get(ctx, getRequest{Seq: c}); err != nil || m.hdr.Get(HeaderID) != prev.String() {
-			return nil, false
+		prev := es[i].Record.Header.Prev
+		switch {
+		case i+1 < got:
+			if es[i+1].ID != prev {
+				return nil, false // the message at the prev clock is not prev
+			}
+		case got < n && !prev.IsZero():
+			return nil, false // the walk stopped before the thread's first record
 		}
 	}
 	slices.Reverse(es)
