@@ -198,8 +198,8 @@ func (l *Log) finishErasures(ctx context.Context) error {
 		// The secure deletes rewrote blocks; make them durable before the
 		// watermark says they are done (the embedded log's server does not
 		// fsync by itself).
-		if l.sync != nil {
-			if err := l.sync.syncAll(); err != nil {
+		if l.blocks != nil {
+			if err := l.blocks.syncAll(); err != nil {
 				return err
 			}
 		}

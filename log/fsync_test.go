@@ -145,9 +145,9 @@ func TestBlockSyncerFollowsRollover(t *testing.T) {
 				t.Fatalf("append: %v", err)
 			}
 		}
-		l.sync.mu.Lock()
-		hi := l.sync.hi
-		l.sync.mu.Unlock()
+		l.blocks.mu.Lock()
+		hi := l.blocks.hi
+		l.blocks.mu.Unlock()
 		if want := blocks(); hi != want {
 			t.Fatalf("after a group: syncer at block %d, the stream writes block %d", hi, want)
 		}

@@ -120,7 +120,7 @@ type Log struct {
 	emb    *embedded
 	api    string // direct get subject prefix of the stream
 	w      *writer
-	sync   *blockSyncer // the embedded log's fsync, done by the writer; nil with URL or NoSync
+	blocks *blockSyncer // the embedded log's fsync, done by the writer; nil with URL or NoSync
 	closed chan struct{}
 	once   sync.Once
 
@@ -176,8 +176,8 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 	}
 	l.api = "$JS.API.DIRECT.GET." + opts.Stream
 	if l.emb != nil && !opts.NoSync {
-		l.sync = newBlockSyncer(opts.Dir, opts.Stream)
-		if err := l.sync.check(); err != nil {
+		l.blocks = newBlockSyncer(opts.Dir, opts.Stream)
+		if err := l.blocks.check(); err != nil {
 			l.shutdown()
 			return nil, fmt.Errorf("spl/log: %w", err)
 		}
@@ -299,8 +299,8 @@ func (l *Log) Close() error {
 		if l.w != nil {
 			l.w.stop()
 		}
-		if l.sync != nil {
-			l.sync.close()
+		if l.blocks != nil {
+			l.blocks.close()
 		}
 		l.shutdown()
 	})

@@ -145,7 +145,7 @@ func newWriter(l *Log) (*writer, error) {
 		landed: make(map[[32]byte]landedRec),
 		doubts: make(map[[32]byte]doubt),
 	}
-	if l.sync != nil {
+	if l.blocks != nil {
 		a, err := newAcks(l.nc, l.opts.MaxBatch)
 		if err != nil {
 			return nil, err
@@ -343,37 +343,64 @@ func (w *writer) land(batch []*Pending, attempt int) {
 		w.fail(batch, err)
 		return
 	}
-	runs := threadRuns(batch)
 	sent := time.Now()
 	first, err := w.send(batch)
-	if w.l.opts.Observe != nil {
-		st := BatchStats{Records: len(batch), Commit: time.Since(sent), Err: err}
-		for _, p := range batch {
-			st.Bytes += len(p.data)
+	w.observe(batch, sent, 0, err)
+	w.settleAll([]unit{{batch, first, err}}, nil, attempt)
+}
+
+// unit is what the server answers for as a whole: an atomic batch, or a
+// plain publish of one record.
+type unit struct {
+	batch []*Pending
+	first uint64 // clock of the first record, when it landed
+	err   error
+}
+
+// settleAll completes the units of one send: landed ones (serr is the
+// error of the fsync that was to make them durable, if any), or split,
+// failed, resolved when in doubt, and those that lost a race to another
+// writer sent again.
+func (w *writer) settleAll(units []unit, serr error, attempt int) {
+	var retry []*Pending
+	for _, u := range units {
+		switch err := u.err; {
+		case err == nil:
+			w.landed1(u.batch, u.first, serr)
+		case errors.Is(err, errStale) && attempt < maxAttempts:
+			retry = append(retry, u.batch...)
+		case errors.Is(err, errRefused) && len(u.batch) > 1:
+			mid := len(u.batch) / 2
+			w.land(u.batch[:mid], attempt)
+			w.land(u.batch[mid:], attempt)
+		case errors.Is(err, errRefused), errors.Is(err, errStale):
+			w.fail(u.batch, err)
+		default:
+			w.inDoubt(u.batch, threadRuns(u.batch), err, attempt)
 		}
-		w.l.opts.Observe(st)
 	}
-	switch {
-	case err == nil:
-		w.landed1(batch, first, nil)
-	case errors.Is(err, errStale) && attempt < maxAttempts:
-		// Another writer moved the thread on. Back off a random while,
+	if len(retry) > 0 {
+		// Another writer moved these threads on. Back off a random while,
 		// growing with each lost race, so a slower writer (one further
 		// from the server) is not starved by a faster one.
-		for t := range runs {
-			delete(w.heads, t)
+		for _, p := range retry {
+			delete(w.heads, p.rec.Header.Thread)
 		}
 		backoff(attempt)
-		w.land(batch, attempt+1)
-	case errors.Is(err, errRefused) && len(batch) > 1:
-		mid := len(batch) / 2
-		w.land(batch[:mid], attempt)
-		w.land(batch[mid:], attempt)
-	case errors.Is(err, errRefused), errors.Is(err, errStale):
-		w.fail(batch, err)
-	default:
-		w.inDoubt(batch, runs, err, attempt)
+		w.land(retry, attempt+1)
 	}
+}
+
+// observe reports one group commit to Options.Observe.
+func (w *writer) observe(batch []*Pending, sent time.Time, synced time.Duration, err error) {
+	if w.l.opts.Observe == nil {
+		return
+	}
+	st := BatchStats{Records: len(batch), Commit: time.Since(sent), Fsync: synced, Err: err}
+	for _, p := range batch {
+		st.Bytes += len(p.data)
+	}
+	w.l.opts.Observe(st)
 }
 
 // landed1 completes a batch whose first record got clock first. serr is
@@ -401,10 +428,10 @@ func (w *writer) settle(p *Pending, clock uint64, serr error) {
 // fsync makes durable what the server stored, when the writer is the one
 // to (the embedded log); else the server did before it answered.
 func (w *writer) fsync() error {
-	if w.l.sync == nil {
+	if w.l.blocks == nil {
 		return nil
 	}
-	return w.l.sync.sync()
+	return w.l.blocks.sync()
 }
 
 // landEach sends batch the embedded way: a record alone of its thread in
@@ -450,25 +477,27 @@ func (w *writer) landEach(batch []*Pending, attempt int) {
 		cerr  error
 	)
 	if len(chained) > 0 {
-		cmsgs := make([]*nats.Msg, len(chained))
-		for i, p := range chained {
-			cmsgs[i] = w.message(p)
-		}
-		first, cerr = PublishBatch(sctx, w.l.nc, cmsgs)
+		first, cerr = w.send(chained)
 	}
 	res := r.wait(sctx)
 
-	stored := len(chained) > 0 && cerr == nil
-	var firstErr error
-	for _, a := range res {
-		if a.err == nil {
+	units := make([]unit, 0, len(singles)+1)
+	for i := range singles {
+		units = append(units, unit{singles[i : i+1 : i+1], res[i].seq, res[i].err})
+	}
+	if len(chained) > 0 {
+		units = append(units, unit{chained, first, cerr})
+	}
+	var (
+		firstErr error
+		stored   bool
+	)
+	for _, u := range units {
+		if u.err == nil {
 			stored = true
 		} else if firstErr == nil {
-			firstErr = a.err
+			firstErr = u.err
 		}
-	}
-	if firstErr == nil {
-		firstErr = cerr
 	}
 	var serr error
 	var synced time.Duration
@@ -477,54 +506,11 @@ func (w *writer) landEach(batch []*Pending, attempt int) {
 		serr = w.fsync()
 		synced = time.Since(s0)
 	}
-	if w.l.opts.Observe != nil {
-		st := BatchStats{Records: len(batch), Commit: time.Since(sent), Fsync: synced, Err: firstErr}
-		if st.Err == nil {
-			st.Err = serr
-		}
-		for _, p := range batch {
-			st.Bytes += len(p.data)
-		}
-		w.l.opts.Observe(st)
+	if firstErr == nil {
+		firstErr = serr
 	}
-
-	var retry []*Pending
-	for i, p := range singles {
-		switch err := res[i].err; {
-		case err == nil:
-			w.settle(p, res[i].seq, serr)
-		case errors.Is(err, errStale) && attempt < maxAttempts:
-			retry = append(retry, p)
-		case errors.Is(err, errRefused), errors.Is(err, errStale):
-			w.fail([]*Pending{p}, err)
-		default:
-			one := []*Pending{p}
-			w.inDoubt(one, threadRuns(one), err, attempt)
-		}
-	}
-	switch {
-	case len(chained) == 0:
-	case cerr == nil:
-		w.landed1(chained, first, serr)
-	case errors.Is(cerr, errStale) && attempt < maxAttempts:
-		retry = append(retry, chained...)
-	case errors.Is(cerr, errRefused) && len(chained) > 1:
-		mid := len(chained) / 2
-		w.land(chained[:mid], attempt)
-		w.land(chained[mid:], attempt)
-	case errors.Is(cerr, errRefused), errors.Is(cerr, errStale):
-		w.fail(chained, cerr)
-	default:
-		w.inDoubt(chained, threadRuns(chained), cerr, attempt)
-	}
-	if len(retry) > 0 {
-		// Other writers moved these threads on (see land).
-		for _, p := range retry {
-			delete(w.heads, p.rec.Header.Thread)
-		}
-		backoff(attempt)
-		w.land(retry, attempt+1)
-	}
+	w.observe(batch, sent, synced, firstErr)
+	w.settleAll(units, serr, attempt)
 }
 
 func (w *writer) fail(batch []*Pending, err error) {
