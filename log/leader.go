@@ -35,29 +35,11 @@ type leaderResponse struct {
 // getLeader does one message get answered by the stream leader.
 func (l *Log) getLeader(ctx context.Context, req getRequest) (stored, error) {
 	body, _ := json.Marshal(req)
-	var err error
-	for range 3 {
-		if l.isClosed() {
-			return stored{}, ErrClosed
-		}
-		dropped := l.connLost()
-		rctx, cancel := l.untilLost(ctx, l.opts.Timeout)
-		var msg *nats.Msg
-		msg, err = l.nc.RequestWithContext(rctx, "$JS.API.STREAM.MSG.GET."+l.opts.Stream, body)
-		cancel()
-		if err == nil {
-			return parseLeader(msg.Data)
-		}
-		select {
-		case <-dropped:
-			if ctx.Err() == nil {
-				continue
-			}
-		default:
-		}
-		break
+	msg, err := l.requestAgain(ctx, "$JS.API.STREAM.MSG.GET."+l.opts.Stream, body)
+	if err != nil {
+		return stored{}, fmt.Errorf("message get: %w", err)
 	}
-	return stored{}, fmt.Errorf("message get: %w", err)
+	return parseLeader(msg.Data)
 }
 
 func parseLeader(data []byte) (stored, error) {

@@ -127,14 +127,23 @@ func (l *Log) getLast(ctx context.Context, subject string) (stored, error) {
 	return l.request(ctx, l.api+"."+subject, nil)
 }
 
-// request sends one direct get. A request whose connection dropped before
-// the answer came is sent again (reads are idempotent), a few times, while
-// ctx allows.
+// request sends one direct get.
 func (l *Log) request(ctx context.Context, subject string, body []byte) (stored, error) {
+	msg, err := l.requestAgain(ctx, subject, body)
+	if err != nil {
+		return stored{}, fmt.Errorf("direct get: %w", err)
+	}
+	return parseStored(msg)
+}
+
+// requestAgain sends a request that is safe to repeat (a read): one whose
+// connection dropped before the answer came is sent again, a few times,
+// while ctx allows.
+func (l *Log) requestAgain(ctx context.Context, subject string, body []byte) (*nats.Msg, error) {
 	var err error
 	for range 3 {
 		if l.isClosed() {
-			return stored{}, ErrClosed
+			return nil, ErrClosed
 		}
 		var msg *nats.Msg
 		dropped := l.connLost()
@@ -142,7 +151,7 @@ func (l *Log) request(ctx context.Context, subject string, body []byte) (stored,
 		msg, err = l.nc.RequestWithContext(rctx, subject, body)
 		cancel()
 		if err == nil {
-			return parseStored(msg)
+			return msg, nil
 		}
 		select {
 		case <-dropped:
@@ -153,7 +162,7 @@ func (l *Log) request(ctx context.Context, subject string, body []byte) (stored,
 		}
 		break
 	}
-	return stored{}, fmt.Errorf("direct get: %w", err)
+	return nil, err
 }
 
 // scan calls fn for each message matching filter from clock from on, in
