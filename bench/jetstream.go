@@ -46,14 +46,9 @@ func (p *jsPeer) start(ctx context.Context, loc string, noSync bool) (*jsStore, 
 	// The very server spl's embedded log runs, on the same options.
 	opts := splog.EmbeddedServerOptions(p.dir(loc), !noSync)
 	opts.ServerName = "bench-jetstream"
-	srv, err := server.NewServer(opts)
+	srv, err := splog.StartServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream server: %w", err)
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(60 * time.Second) {
-		srv.Shutdown()
-		return nil, errors.New("jetstream server: not ready within 60s")
 	}
 	nc, err := nats.Connect("", nats.InProcessServer(srv), nats.Name("bench"))
 	if err != nil {

@@ -225,14 +225,29 @@ func (e *embedded) start() (*server.Server, error) {
 	// fsync the stream themselves, once per group commit (blockSyncer).
 	opts := EmbeddedServerOptions(e.dir, false)
 	opts.Authorization = e.token
-	srv, err := server.NewServer(opts)
+	srv, err := StartServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded server: %w", err)
 	}
+	return srv, nil
+}
+
+// serverReady bounds how long a starting server may take to recover its
+// store and take connections.
+const serverReady = 60 * time.Second
+
+// StartServer starts a nats-server with opts and waits until it takes
+// connections. Exported, with EmbeddedServerOptions, so that a benchmark's
+// raw JetStream peer starts the very server the embedded log starts.
+func StartServer(opts *server.Options) (*server.Server, error) {
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, err
+	}
 	srv.Start()
-	if !srv.ReadyForConnections(30 * time.Second) {
+	if !srv.ReadyForConnections(serverReady) {
 		srv.Shutdown()
-		return nil, errors.New("embedded server: not ready within 30s")
+		return nil, fmt.Errorf("not ready within %s", serverReady)
 	}
 	return srv, nil
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -52,13 +51,9 @@ func checkpointEvent(i, threads int) sdk.Event {
 // before its ack), and the same stream.
 func rawJetStream(b *testing.B) jetstream.JetStream {
 	b.Helper()
-	srv, err := server.NewServer(splog.EmbeddedServerOptions(b.TempDir(), true))
+	srv, err := splog.StartServer(splog.EmbeddedServerOptions(b.TempDir(), true))
 	if err != nil {
 		b.Fatal(err)
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(30 * time.Second) {
-		b.Fatal("raw server not ready")
 	}
 	b.Cleanup(srv.Shutdown)
 	nc, err := nats.Connect("", nats.InProcessServer(srv))
