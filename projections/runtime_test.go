@@ -61,6 +61,17 @@ type appender struct {
 	ts int64
 }
 
+// steps appends n steps round-robin over three threads, and a checkpoint
+// after steps 0, 4, 8 and so on.
+func (a *appender) steps(n int) {
+	for i := range n {
+		a.add(fmt.Sprintf("th_%d", i%3), "agent.step", nil)
+		if i%4 == 0 {
+			a.checkpoint(fmt.Sprintf("th_%d", i%3), fmt.Sprintf("cp %d", i))
+		}
+	}
+}
+
 func (a *appender) add(thread, kind string, body any) log.Entry {
 	a.t.Helper()
 	act := records.ActKnow
@@ -209,12 +220,7 @@ func TestCatchUpMatchesMemoryFold(t *testing.T) {
 func TestCrashBeforePositionChangesNothing(t *testing.T) {
 	l := openLog(t, "")
 	a := &appender{t: t, l: l}
-	for i := range 20 {
-		a.add(fmt.Sprintf("th_%d", i%3), "agent.step", nil)
-		if i%4 == 0 {
-			a.checkpoint(fmt.Sprintf("th_%d", i%3), fmt.Sprintf("cp %d", i))
-		}
-	}
+	a.steps(20)
 	r := newRuntime(t, l, Options{})
 	if err := r.CatchUp(ctxT(t), 10); err != nil {
 		t.Fatal(err)
@@ -257,12 +263,7 @@ func TestCrashBeforePositionChangesNothing(t *testing.T) {
 func TestPositionPastEndOfLogRebuilds(t *testing.T) {
 	l := openLog(t, "")
 	a := &appender{t: t, l: l}
-	for i := range 20 {
-		a.add(fmt.Sprintf("th_%d", i%3), "agent.step", nil)
-		if i%4 == 0 {
-			a.checkpoint(fmt.Sprintf("th_%d", i%3), fmt.Sprintf("cp %d", i))
-		}
-	}
+	a.steps(20)
 	r := newRuntime(t, l, Options{})
 	if err := r.CatchUp(ctxT(t), 10); err != nil {
 		t.Fatal(err)
