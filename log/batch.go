@@ -139,6 +139,9 @@ func (w *writer) message(p *Pending) *nats.Msg {
 	case p.prevBack > 0:
 		msg.Header.Set(HeaderPrevBack, strconv.Itoa(p.prevBack))
 	}
+	if p.back != "" {
+		msg.Header.Set(HeaderBack, p.back)
+	}
 	return msg
 }
 

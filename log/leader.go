@@ -81,7 +81,8 @@ func (l *Log) threadHead(ctx context.Context, thread string) (head, error) {
 		return head{}, err
 	}
 	if id, err := records.ParseID(m.hdr.Get(HeaderID)); err == nil {
-		return head{id: id, clock: m.clock, idClock: m.clock}, nil
+		back := ancestorsOf(m)
+		return head{id: id, clock: m.clock, idClock: m.clock, back: back[:min(len(back), backLen)]}, nil
 	}
 	h := head{clock: m.clock}
 	err = l.scan(ctx, ThreadSubject(thread), 1, m.clock, 1024, func(s stored) bool {

@@ -118,7 +118,8 @@ type Log struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	emb    *embedded
-	api    string // direct get subject prefix of the stream
+	api    string   // direct get subject prefix of the stream
+	multi  *replies // answers to pipelined and batched gets
 	w      *writer
 	blocks *blockSyncer // the embedded log's fsync, done by the writer; nil with URL or NoSync
 	closed chan struct{}
@@ -175,6 +176,10 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 		return nil, err
 	}
 	l.api = "$JS.API.DIRECT.GET." + opts.Stream
+	if l.multi, err = newReplies(l.nc); err != nil {
+		l.shutdown()
+		return nil, fmt.Errorf("spl/log: %w", err)
+	}
 	if l.emb != nil && !opts.NoSync {
 		l.blocks = newBlockSyncer(opts.Dir, opts.Stream)
 		if err := l.blocks.check(); err != nil {

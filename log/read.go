@@ -26,6 +26,12 @@ const (
 	// HeaderPrevBack carries, for a record chained on another of the same
 	// batch, how many clocks back that one is.
 	HeaderPrevBack = "Spl-Prev-Back"
+	// HeaderBack carries the clocks of the records before prev on the
+	// thread, newest first, as far as the writer knows them (at most
+	// backLen): each item is "=<clock>", or the distance back from the
+	// item before it (from prev's clock for the first). A reader that has
+	// one record can fetch the next ones back all at once.
+	HeaderBack = "Spl-Back"
 )
 
 // prevClockOf returns the clock of the record m's prev names, from the
@@ -195,15 +201,10 @@ func (l *Log) scan(ctx context.Context, filter string, from, upTo uint64, page i
 // getBatch does one batched direct get. It returns how many messages fn
 // accepted, the clock of the last one, and whether more may follow.
 func (l *Log) getBatch(ctx context.Context, req getRequest, fn func(stored) bool) (n int, last uint64, more bool, err error) {
-	inbox := l.nc.NewRespInbox()
-	ch := make(chan *nats.Msg, req.Batch+2)
-	sub, err := l.nc.ChanSubscribe(inbox, ch)
-	if err != nil {
-		return 0, 0, false, fmt.Errorf("direct get: subscribe: %w", err)
-	}
-	defer sub.Unsubscribe()
+	reply, ch, done := l.multi.open(req.Batch + 2)
+	defer done()
 	body, _ := json.Marshal(req)
-	if err := l.nc.PublishRequest(l.api, inbox, body); err != nil {
+	if err := l.nc.PublishRequest(l.api, reply(0), body); err != nil {
 		return 0, 0, false, fmt.Errorf("direct get: %w", err)
 	}
 	ctx, cancel := l.withTimeout(ctx)
@@ -371,12 +372,13 @@ func (l *Log) Tail(ctx context.Context, thread string, n int, opts ...ReadOption
 }
 
 // walkBack returns up to n records of a thread ending with last, in clock
-// order, by following each message's prev clock header: one get per
-// record. The gets are sequential round trips; the records are decoded
-// and verified on another goroutine meanwhile, and the chain checked once
-// all are in. It reports false when the chain cannot be followed (a
-// message without the headers, a record erased, replaced or corrupt), and
-// the caller scans instead.
+// order, by following the headers that say where the records before each
+// one are (HeaderPrevClock, HeaderPrevBack, HeaderBack): each round trip
+// fetches every record the newest one fetched names, its gets pipelined.
+// The records are decoded and verified on another goroutine meanwhile,
+// and the chain checked once all are in. It reports false when the chain
+// cannot be followed (a message without the headers, a record erased,
+// replaced or corrupt), and the caller scans instead.
 func (l *Log) walkBack(ctx context.Context, last stored, n int) ([]Entry, bool) {
 	ms := make([]stored, n) // newest first
 	es := make([]Entry, n)
@@ -394,23 +396,20 @@ func (l *Log) walkBack(ctx context.Context, last stored, n int) ([]Entry, bool) 
 	work <- 0
 	got, ok := 1, true
 	for got < n {
-		m := ms[got-1]
-		c := prevClockOf(m)
-		if c == 0 {
+		back := ancestorsOf(ms[got-1])
+		if len(back) == 0 {
 			break // the thread's first record, or no header: checked below
 		}
-		if c >= m.clock {
-			ok = false
-			break
-		}
-		next, err := l.get(ctx, getRequest{Seq: c})
+		back = back[:min(len(back), n-got)]
+		err := l.getEach(ctx, back, func(i int, m stored) {
+			ms[got+i] = m
+			work <- got + i
+		})
 		if err != nil {
 			ok = false
 			break
 		}
-		ms[got] = next
-		work <- got
-		got++
+		got += len(back)
 	}
 	close(work)
 	<-done
@@ -434,6 +433,48 @@ func (l *Log) walkBack(ctx context.Context, last stored, n int) ([]Entry, bool) 
 	}
 	slices.Reverse(es)
 	return es, true
+}
+
+// getEach fetches the messages at clocks by direct gets sent all at once,
+// each answer on a reply subject of its own, and calls fn with each one
+// and its index in clocks, in the order the answers come. It fails when
+// a clock holds no message or an answer does not come in time.
+func (l *Log) getEach(ctx context.Context, clocks []uint64, fn func(int, stored)) error {
+	reply, ch, done := l.multi.open(len(clocks))
+	defer done()
+	body := make([]byte, 0, 32)
+	for i, c := range clocks {
+		body = strconv.AppendUint(append(body[:0], `{"seq":`...), c, 10)
+		body = append(body, '}')
+		if err := l.nc.PublishRequest(l.api, reply(i), body); err != nil {
+			return fmt.Errorf("direct get: %w", err)
+		}
+	}
+	ctx, cancel := l.untilLost(ctx, l.opts.Timeout)
+	defer cancel()
+	seen := make([]bool, len(clocks))
+	for left := len(clocks); left > 0; {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("direct get: %w", ctx.Err())
+		case msg := <-ch:
+			i, ok := ReplyIndex(msg.Subject)
+			if !ok || i >= len(clocks) || seen[i] {
+				continue
+			}
+			m, err := parseStored(msg)
+			if err != nil {
+				return fmt.Errorf("direct get of clock %d: %w", clocks[i], err)
+			}
+			if m.clock != clocks[i] {
+				return fmt.Errorf("direct get of clock %d: answered with clock %d", clocks[i], m.clock)
+			}
+			seen[i] = true
+			left--
+			fn(i, m)
+		}
+	}
+	return nil
 }
 
 func decodeAll(ms []stored) ([]Entry, error) {

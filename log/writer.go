@@ -36,6 +36,7 @@ type Pending struct {
 
 	prevClock uint64 // clock of the record prev names, when before the batch
 	prevBack  int    // else how many messages back in the batch it is
+	back      string // HeaderBack: where the records before prev are
 }
 
 // Done is closed when the append has landed or failed.
@@ -97,8 +98,9 @@ func (l *Log) Submit(ctx context.Context, rec *records.Record) (*Pending, error)
 // head is what the writer knows of a thread's last record.
 type head struct {
 	id      records.ID
-	clock   uint64 // the thread's last clock: what the next append expects
-	idClock uint64 // the clock of the record id names (0: unknown)
+	clock   uint64   // the thread's last clock: what the next append expects
+	idClock uint64   // the clock of the record id names (0: unknown)
+	back    []uint64 // clocks of the records before it, newest first (at most backLen)
 }
 
 // doubt is an append that was sent but never answered: sealed with prev
@@ -416,7 +418,8 @@ func (w *writer) landed1(batch []*Pending, first uint64, serr error) {
 // (serr), which the caller is told.
 func (w *writer) settle(p *Pending, clock uint64, serr error) {
 	e := Entry{Clock: clock, ID: p.id, Record: p.sealed}
-	w.heads[p.rec.Header.Thread] = head{id: p.id, clock: clock, idClock: clock}
+	t := p.rec.Header.Thread
+	w.heads[t] = w.heads[t].next(p.id, p.sealed.Header.Prev, clock)
 	w.remember(e)
 	if serr != nil {
 		p.finish(Entry{}, fmt.Errorf("spl/log: append: stored at clock %d, but not made durable: %w", clock, serr))
@@ -620,35 +623,41 @@ func threadRuns(batch []*Pending) map[string]*run {
 // seal chains every record of batch to its thread's head (fetched when
 // the writer does not know it) and encodes it.
 func (w *writer) seal(ctx context.Context, batch []*Pending) error {
-	heads := make(map[string]head)
-	at := make(map[string]int) // thread → index of its last record in batch
+	runs := make(map[string]*sealRun)
 	for i, p := range batch {
 		t := p.rec.Header.Thread
-		h, ok := heads[t]
+		r, ok := runs[t]
 		if !ok {
-			var err error
-			if h, err = w.head(ctx, t); err != nil {
+			h, err := w.head(ctx, t)
+			if err != nil {
 				return err
 			}
+			r = &sealRun{base: h, last: h.id}
+			runs[t] = r
 		}
-		p.first, p.expect = !ok, h.clock
-		// Where prev is, for readers walking the thread backwards: a
-		// clock before the batch, or a distance back within it.
+		p.first, p.expect = !ok, 0
+		if !ok {
+			p.expect = r.base.clock
+		}
+		// Where prev and the records before it are, for readers walking
+		// the thread backwards: clocks before the batch, distances back
+		// within it.
 		p.prevClock, p.prevBack = 0, 0
 		if ok {
-			p.prevBack = i - at[t]
-		} else if !h.id.IsZero() {
-			p.prevClock = h.idClock
+			p.prevBack = i - r.at[len(r.at)-1]
+		} else if !r.base.id.IsZero() {
+			p.prevClock = r.base.idClock
 		}
-		at[t] = i
-		p.sealed = p.rec.WithPrev(h.id)
+		p.back = r.backHeader()
+		r.at = append(r.at, i)
+		p.sealed = p.rec.WithPrev(r.last)
 		p.id = p.sealed.ID()
 		data, err := p.sealed.Marshal()
 		if err != nil {
 			return err
 		}
 		p.data = data
-		heads[t] = head{id: p.id}
+		r.last = p.id
 	}
 	return nil
 }

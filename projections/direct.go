@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/spl-dev/spl/log"
 )
 
 // getRequest is the JSON body of a direct get ($JS.API.DIRECT.GET.<stream>).
@@ -46,7 +48,7 @@ func parseMessage(msg *nats.Msg) (message, error) {
 // direct does direct gets on streams (AllowDirect): what the projections
 // read, the log's stream as well as the KV streams, without consumers.
 type direct struct {
-	nc      *nats.Conn
+	log     *log.Log
 	timeout time.Duration
 }
 
@@ -63,15 +65,10 @@ func (d direct) context(ctx context.Context) (context.Context, context.CancelFun
 func (d direct) batch(ctx context.Context, stream string, req getRequest) ([]message, uint64, error) {
 	ctx, cancel := d.context(ctx)
 	defer cancel()
-	inbox := d.nc.NewRespInbox()
-	ch := make(chan *nats.Msg, max(req.Batch, 16)+2)
-	sub, err := d.nc.ChanSubscribe(inbox, ch)
-	if err != nil {
-		return nil, 0, fmt.Errorf("direct get: subscribe: %w", err)
-	}
-	defer sub.Unsubscribe()
+	reply, ch, done := d.log.Replies(max(req.Batch, len(req.MultiLast), 16) + 2)
+	defer done()
 	body, _ := json.Marshal(req)
-	if err := d.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, body); err != nil {
+	if err := d.log.Conn().PublishRequest("$JS.API.DIRECT.GET."+stream, reply(0), body); err != nil {
 		return nil, 0, fmt.Errorf("direct get: %w", err)
 	}
 	var out []message
@@ -119,16 +116,11 @@ func (d direct) lasts(ctx context.Context, stream string, subjects []string) ([]
 }
 
 func (d direct) lastsWindow(ctx context.Context, stream string, subjects []string, out []message, ok []bool) error {
-	prefix := d.nc.NewRespInbox()
-	ch := make(chan *nats.Msg, len(subjects))
-	sub, err := d.nc.ChanSubscribe(prefix+".*", ch)
-	if err != nil {
-		return fmt.Errorf("direct get: subscribe: %w", err)
-	}
-	defer sub.Unsubscribe()
+	reply, ch, done := d.log.Replies(len(subjects))
+	defer done()
 	api := "$JS.API.DIRECT.GET." + stream + "."
 	for i, s := range subjects {
-		if err := d.nc.PublishRequest(api+s, prefix+"."+strconv.Itoa(i), nil); err != nil {
+		if err := d.log.Conn().PublishRequest(api+s, reply(i), nil); err != nil {
 			return fmt.Errorf("direct get: %w", err)
 		}
 	}
@@ -137,8 +129,8 @@ func (d direct) lastsWindow(ctx context.Context, stream string, subjects []strin
 		case <-ctx.Done():
 			return fmt.Errorf("direct get %s: %w", stream, ctx.Err())
 		case msg := <-ch:
-			i, err := strconv.Atoi(msg.Subject[len(prefix)+1:])
-			if err != nil || i < 0 || i >= len(subjects) {
+			i, valid := log.ReplyIndex(msg.Subject)
+			if !valid || i >= len(subjects) {
 				return fmt.Errorf("direct get: unexpected reply subject %q", msg.Subject)
 			}
 			switch st := msg.Header.Get("Status"); st {

@@ -25,7 +25,7 @@ type Reader struct {
 
 // NewReader returns a Reader of the Index models of l.
 func NewReader(l *log.Log) *Reader {
-	return &Reader{log: l, d: direct{nc: l.Conn(), timeout: 10 * time.Second}}
+	return &Reader{log: l, d: direct{log: l, timeout: 10 * time.Second}}
 }
 
 func (rd *Reader) stream(model string) string { return "KV_" + BucketName(rd.log.StreamName(), model) }

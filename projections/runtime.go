@@ -124,7 +124,7 @@ func New(ctx context.Context, l *log.Log, fold Fold, opts Options) (*Runtime, er
 	if err := opts.withDefaults(); err != nil {
 		return nil, err
 	}
-	d := direct{nc: l.Conn(), timeout: opts.Timeout}
+	d := direct{log: l, timeout: opts.Timeout}
 	r := &Runtime{
 		log: l, fold: fold, opts: opts, d: d,
 		store: &kvStore{js: l.JetStream(), nc: l.Conn(), d: d, stream: l.StreamName(), replicas: opts.Replicas},

@@ -1,0 +1,114 @@
+package log
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/spl-dev/spl/records"
+)
+
+// backLen bounds the clocks HeaderBack lists. A walk back a thread fetches
+// up to backLen+1 records per round trip; 16 keeps the header near 80
+// bytes where a thread's records are a few thousand clocks apart.
+const backLen = 16
+
+// next is the head after a record with id lands at clock on top of h,
+// chained on prev: it knows where the records before it are when prev is
+// h's record.
+func (h head) next(id, prev records.ID, clock uint64) head {
+	n := head{id: id, clock: clock, idClock: clock}
+	if h.idClock > 0 && h.id == prev && !prev.IsZero() {
+		n.back = make([]uint64, 0, backLen)
+		n.back = append(n.back, h.idClock)
+		n.back = append(n.back, h.back[:min(len(h.back), backLen-1)]...)
+	}
+	return n
+}
+
+// sealRun is what seal knows of one thread's records in a batch: the head
+// the batch chains on, the id of its last record so far, and their
+// positions in the batch.
+type sealRun struct {
+	base head
+	last records.ID
+	at   []int
+}
+
+// backHeader is HeaderBack for the next record of the run, at position
+// i: the records before its prev, newest first. Those in the batch are
+// listed as distances (the batch's clocks are consecutive), the head it
+// chains on by its clock, since the batch's own clocks are not known yet.
+func (r *sealRun) backHeader() string {
+	var b []byte
+	n := 0
+	item := func(abs bool, v uint64) {
+		if n > 0 {
+			b = append(b, ' ')
+		}
+		if abs {
+			b = append(b, '=')
+		}
+		b = strconv.AppendUint(b, v, 10)
+		n++
+	}
+	// prev is the run's last record, or the base when the run is empty.
+	for j := len(r.at) - 2; j >= 0 && n < backLen; j-- {
+		item(false, uint64(r.at[j+1]-r.at[j]))
+	}
+	if len(r.at) == 0 {
+		if r.base.idClock == 0 {
+			return ""
+		}
+		last := r.base.idClock
+		for _, c := range r.base.back[:min(len(r.base.back), backLen)] {
+			item(false, last-c)
+			last = c
+		}
+		return string(b)
+	}
+	if r.base.id.IsZero() || r.base.idClock == 0 || n == backLen {
+		return string(b)
+	}
+	item(true, r.base.idClock)
+	last := r.base.idClock
+	for _, c := range r.base.back[:min(len(r.base.back), backLen-n)] {
+		item(false, last-c)
+		last = c
+	}
+	return string(b)
+}
+
+// ancestorsOf returns the clocks of the records before m on its thread,
+// newest first, as far as m's headers tell: prev's, then HeaderBack's. They
+// are hints: a reader checks each record it fetches against the prev of
+// the one after it. A malformed or non-decreasing item ends the list.
+func ancestorsOf(m stored) []uint64 {
+	p := prevClockOf(m)
+	if p == 0 || p >= m.clock {
+		return nil
+	}
+	out := make([]uint64, 1, backLen+1)
+	out[0] = p
+	for f := range strings.FieldsSeq(m.hdr.Get(HeaderBack)) {
+		last := out[len(out)-1]
+		var c uint64
+		if abs, ok := strings.CutPrefix(f, "="); ok {
+			v, err := strconv.ParseUint(abs, 10, 64)
+			if err != nil {
+				break
+			}
+			c = v
+		} else {
+			d, err := strconv.ParseUint(f, 10, 64)
+			if err != nil || d >= last {
+				break
+			}
+			c = last - d
+		}
+		if c == 0 || c >= last || len(out) > backLen {
+			break
+		}
+		out = append(out, c)
+	}
+	return out
+}
