@@ -8,6 +8,8 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 	"github.com/zeebo/blake3"
+
+	"github.com/spl-dev/spl/records/internal/keyhash"
 )
 
 // Wire-format constants (never change).
@@ -169,8 +171,16 @@ func encodeBody(body any) ([]byte, error) {
 	return b, nil
 }
 
+// keyhashMax is the longest body bodyDigest hashes with keyhash; past it
+// the library's vectorized hashing wins over keyhash's allocation-free
+// one (records/internal/keyhash's benchmark).
+const keyhashMax = 2048
+
 // bodyDigest is the keyed BLAKE3-256 of body, keyed with salt.
 func bodyDigest(salt [SaltSize]byte, body []byte) [32]byte {
+	if len(body) <= keyhashMax {
+		return keyhash.Sum256(&salt, body)
+	}
 	var d [32]byte
 	h, err := blake3.NewKeyed(salt[:])
 	if err != nil { // only for a key that is not 32 bytes
