@@ -163,49 +163,29 @@ func parseAck(data []byte) (pubAck, error) {
 	return ack, nil
 }
 
-// acks receives the answers to pipelined publishes on one subscription:
-// each publish of a round carries a reply subject naming the round and
-// its position, so that a late answer to an abandoned round is ignored.
-type acks struct {
-	nc     *nats.Conn
-	prefix string
-	ch     chan *nats.Msg
-	sub    *nats.Subscription
-	round  uint64 // rounds sent so far
-}
-
-func newAcks(nc *nats.Conn, capacity int) (*acks, error) {
-	a := &acks{nc: nc, prefix: nc.NewInbox(), ch: make(chan *nats.Msg, 2*capacity)}
-	sub, err := nc.ChanSubscribe(a.prefix+".*.*", a.ch)
-	if err != nil {
-		return nil, fmt.Errorf("subscribe for acks: %w", err)
-	}
-	a.sub = sub
-	return a, nil
-}
-
 // ackResult is the answer to one pipelined publish.
 type ackResult struct {
 	seq uint64
 	err error // nil, errStale, errRefused, or else unknown outcome
 }
 
-// round is one set of pipelined publishes awaiting their answers.
+// round is one set of pipelined publishes awaiting their answers on the
+// log's reply subscription.
 type round struct {
-	a       *acks
-	id      string
+	ch      <-chan *nats.Msg
+	done    func()
 	res     []ackResult
 	waiting int
 }
 
-// publish sends every message as a plain publish without waiting between
-// them; round.wait collects the answers.
-func (a *acks) publish(msgs []*nats.Msg) *round {
-	a.round++
-	r := &round{a: a, id: strconv.FormatUint(a.round, 10), res: make([]ackResult, len(msgs))}
+// publishEach sends every message as a plain publish without waiting
+// between them; round.wait collects the answers.
+func (l *Log) publishEach(msgs []*nats.Msg) *round {
+	reply, ch, done := l.multi.open(len(msgs))
+	r := &round{ch: ch, done: done, res: make([]ackResult, len(msgs))}
 	for i, msg := range msgs {
-		msg.Reply = a.prefix + "." + r.id + "." + strconv.Itoa(i)
-		if err := a.nc.PublishMsg(msg); err != nil {
+		msg.Reply = reply(i)
+		if err := l.nc.PublishMsg(msg); err != nil {
 			r.res[i].err = fmt.Errorf("publish: %w", err)
 			continue
 		}
@@ -215,19 +195,30 @@ func (a *acks) publish(msgs []*nats.Msg) *round {
 	return r
 }
 
+// PublishEach publishes msgs as plain publishes, sent all at once, and
+// returns each one's stream sequence, or its error: one wrapping
+// ErrExpectation or ErrRefused when the server refused it (not stored),
+// any other when its outcome is unknown. Each message lands or not on its
+// own, where PublishBatch stores all or none.
+func (l *Log) PublishEach(ctx context.Context, msgs []*nats.Msg) ([]uint64, []error) {
+	res := l.publishEach(msgs).wait(ctx)
+	seqs, errs := make([]uint64, len(res)), make([]error, len(res))
+	for i, r := range res {
+		seqs[i], errs[i] = r.seq, r.err
+	}
+	return seqs, errs
+}
+
 // wait collects the round's answers until ctx ends. A message the server
 // did not answer has an error that is neither errStale nor errRefused:
 // its outcome is unknown.
 func (r *round) wait(ctx context.Context) []ackResult {
+	defer r.done()
 	for r.waiting > 0 {
 		select {
-		case m := <-r.a.ch:
-			id, pos, ok := strings.Cut(m.Subject[len(r.a.prefix)+1:], ".")
-			if !ok || id != r.id {
-				continue // an answer to an abandoned round
-			}
-			i, err := strconv.Atoi(pos)
-			if err != nil || i < 0 || i >= len(r.res) || !errors.Is(r.res[i].err, errUnanswered) {
+		case m := <-r.ch:
+			i, ok := ReplyIndex(m.Subject)
+			if !ok || i >= len(r.res) || !errors.Is(r.res[i].err, errUnanswered) {
 				continue
 			}
 			ack, err := parseAck(m.Data)
@@ -247,7 +238,3 @@ func (r *round) wait(ctx context.Context) []ackResult {
 
 // errUnanswered marks a publish whose answer has not come.
 var errUnanswered = errors.New("no answer from the server")
-
-func (a *acks) close() {
-	_ = a.sub.Unsubscribe()
-}

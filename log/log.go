@@ -292,6 +292,12 @@ func (l *Log) Conn() *nats.Conn { return l.nc }
 // JetStream is the log's JetStream handle.
 func (l *Log) JetStream() jetstream.JetStream { return l.js }
 
+// Embedded reports whether the log runs on the embedded server (started
+// by this process or joined). There the log's writer fsyncs the log's
+// blocks itself, and the server fsyncs no other stream: a write to one is
+// durable only once the page cache is written back.
+func (l *Log) Embedded() bool { return l.emb != nil }
+
 // StreamName is the name of the log's stream.
 func (l *Log) StreamName() string { return l.opts.Stream }
 

@@ -129,7 +129,6 @@ type writer struct {
 	quit  chan struct{}
 	wg    sync.WaitGroup
 	heads map[string]head // by thread
-	acks  *acks           // answers to pipelined publishes, when the writer fsyncs itself
 
 	mu         sync.Mutex
 	landed     map[[32]byte]landedRec // recent appends by body digest, for retries
@@ -147,13 +146,6 @@ func newWriter(l *Log) (*writer, error) {
 		landed: make(map[[32]byte]landedRec),
 		doubts: make(map[[32]byte]doubt),
 	}
-	if l.blocks != nil {
-		a, err := newAcks(l.nc, l.opts.MaxBatch)
-		if err != nil {
-			return nil, err
-		}
-		w.acks = a
-	}
 	w.wg.Add(1)
 	go w.run()
 	return w, nil
@@ -162,9 +154,6 @@ func newWriter(l *Log) (*writer, error) {
 func (w *writer) stop() {
 	close(w.quit)
 	w.wg.Wait()
-	if w.acks != nil {
-		w.acks.close()
-	}
 }
 
 func (w *writer) run() {
@@ -336,7 +325,7 @@ func (w *writer) land(batch []*Pending, attempt int) {
 	if len(batch) == 0 {
 		return
 	}
-	if w.acks != nil {
+	if w.l.blocks != nil {
 		w.landEach(batch, attempt)
 		return
 	}
@@ -474,7 +463,7 @@ func (w *writer) landEach(batch []*Pending, attempt int) {
 	for i, p := range singles {
 		msgs[i] = w.message(p)
 	}
-	r := w.acks.publish(msgs)
+	r := w.l.publishEach(msgs)
 	var (
 		first uint64
 		cerr  error

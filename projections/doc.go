@@ -97,9 +97,13 @@
 // The holder consumes the log with an ordered consumer from the stored
 // position. Messages waiting are gathered into a batch (Options.MaxBatch,
 // 32 MiB), verified with log.DecodeMessage on every core while the previous
-// batch is stored, folded, and stored: the changed values of each model as
-// atomic batches of at most 1,000 messages (one fsync each, in the order of
-// the clocks that changed them), then the position. A message that does
+// batch is stored, folded, and stored: the changed values of each model
+// (in the order of the clocks that changed them), then the position. With
+// a server that fsyncs, values go out as atomic batches of at most 1,000
+// messages, one fsync each; on the embedded server, which fsyncs no KV
+// stream, as plain publishes sent all at once, each landing on its own
+// (a crash between them is a crash between batches: the batch is applied
+// again). A message that does
 // not verify (records.ErrCorrupt) is skipped and counted in the position;
 // it never stops the projector. Values stay cached between batches
 // (Options.CacheSize), so a hot thread is not read back.

@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,8 +51,12 @@ func BucketName(stream, model string) string {
 }
 
 // kvStore is the Store of the runtime: one KV bucket per model (history
-// 1), written with atomic batches (one fsync per batch rather than per
-// value) whose every message expects its key's revision.
+// 1), every write expecting its key's revision. On a server that fsyncs
+// (a server of its own, a cluster) the writes go out as atomic batches:
+// one fsync per batch rather than per value. On the embedded server,
+// which fsyncs no KV stream, they go out as plain publishes sent all at
+// once: an atomic batch costs the server a staging store of its own
+// (milliseconds) and buys no fewer fsyncs there.
 type kvStore struct {
 	js       jetstream.JetStream
 	nc       *nats.Conn
@@ -192,14 +197,33 @@ func (s *kvStore) message(w Write) *nats.Msg {
 	return msg
 }
 
-// publish stores the writes ws[idx...], one model, as one atomic batch
-// (a plain publish when alone), and sets their revisions.
+// publish stores the writes ws[idx...], one model, and sets their
+// revisions: as one atomic batch (a plain publish when alone), or on the
+// embedded server as plain publishes each landing on its own.
 func (s *kvStore) publish(ctx context.Context, ws []Write, idx []int, revs []uint64) error {
 	ctx, cancel := s.d.context(ctx)
 	defer cancel()
 	msgs := make([]*nats.Msg, len(idx))
 	for j, i := range idx {
 		msgs[j] = s.message(ws[i])
+	}
+	if s.d.log.Embedded() {
+		seqs, errs := s.d.log.PublishEach(ctx, msgs)
+		var conflict, other error
+		for j, i := range idx {
+			switch err := errs[j]; {
+			case err == nil:
+				revs[i] = seqs[j]
+			case errors.Is(err, log.ErrExpectation):
+				conflict = cmp.Or(conflict, err)
+			default:
+				other = cmp.Or(other, err)
+			}
+		}
+		if conflict != nil {
+			return fmt.Errorf("%w: %v", ErrConflict, conflict)
+		}
+		return other
 	}
 	first, err := log.PublishBatch(ctx, s.nc, msgs)
 	if errors.Is(err, log.ErrExpectation) {
