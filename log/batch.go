@@ -169,22 +169,19 @@ type ackResult struct {
 	err error // nil, errStale, errRefused, or else unknown outcome
 }
 
-// round is one set of pipelined publishes awaiting their answers on the
-// log's reply subscription.
+// round is one set of pipelined publishes awaiting their answers.
 type round struct {
-	ch      <-chan *nats.Msg
-	done    func()
+	a       *answers
 	res     []ackResult
 	waiting int
 }
 
 // publishEach sends every message as a plain publish without waiting
-// between them; round.wait collects the answers.
-func (l *Log) publishEach(msgs []*nats.Msg) *round {
-	reply, ch, done := l.multi.open(len(msgs))
-	r := &round{ch: ch, done: done, res: make([]ackResult, len(msgs))}
+// between them, the answers to come on rs; round.wait collects them.
+func (l *Log) publishEach(rs *replies, msgs []*nats.Msg) *round {
+	r := &round{a: rs.open(len(msgs)), res: make([]ackResult, len(msgs))}
 	for i, msg := range msgs {
-		msg.Reply = reply(i)
+		msg.Reply = r.a.reply(i)
 		if err := l.nc.PublishMsg(msg); err != nil {
 			r.res[i].err = fmt.Errorf("publish: %w", err)
 			continue
@@ -201,7 +198,7 @@ func (l *Log) publishEach(msgs []*nats.Msg) *round {
 // any other when its outcome is unknown. Each message lands or not on its
 // own, where PublishBatch stores all or none.
 func (l *Log) PublishEach(ctx context.Context, msgs []*nats.Msg) ([]uint64, []error) {
-	res := l.publishEach(msgs).wait(ctx)
+	res := l.publishEach(l.multi, msgs).wait(ctx)
 	seqs, errs := make([]uint64, len(res)), make([]error, len(res))
 	for i, r := range res {
 		seqs[i], errs[i] = r.seq, r.err
@@ -213,25 +210,23 @@ func (l *Log) PublishEach(ctx context.Context, msgs []*nats.Msg) ([]uint64, []er
 // did not answer has an error that is neither errStale nor errRefused:
 // its outcome is unknown.
 func (r *round) wait(ctx context.Context) []ackResult {
-	defer r.done()
+	defer r.a.done()
 	for r.waiting > 0 {
-		select {
-		case m := <-r.ch:
-			i, ok := ReplyIndex(m.Subject)
-			if !ok || i >= len(r.res) || !errors.Is(r.res[i].err, errUnanswered) {
-				continue
-			}
-			ack, err := parseAck(m.Data)
-			r.res[i] = ackResult{seq: ack.Seq, err: err}
-			r.waiting--
-		case <-ctx.Done():
+		m, i, err := r.a.next(ctx)
+		if err != nil {
 			for i := range r.res {
 				if errors.Is(r.res[i].err, errUnanswered) {
-					r.res[i].err = fmt.Errorf("publish: %w: %w", errUnanswered, ctx.Err())
+					r.res[i].err = fmt.Errorf("publish: %w: %w", errUnanswered, err)
 				}
 			}
-			r.waiting = 0
+			break
 		}
+		if i >= len(r.res) || !errors.Is(r.res[i].err, errUnanswered) {
+			continue
+		}
+		ack, err := parseAck(m.Data)
+		r.res[i] = ackResult{seq: ack.Seq, err: err}
+		r.waiting--
 	}
 	return r.res
 }

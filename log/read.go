@@ -201,41 +201,40 @@ func (l *Log) scan(ctx context.Context, filter string, from, upTo uint64, page i
 // getBatch does one batched direct get. It returns how many messages fn
 // accepted, the clock of the last one, and whether more may follow.
 func (l *Log) getBatch(ctx context.Context, req getRequest, fn func(stored) bool) (n int, last uint64, more bool, err error) {
-	reply, ch, done := l.multi.open(req.Batch + 2)
-	defer done()
+	a := l.multi.open(req.Batch + 2)
+	defer a.done()
 	body, _ := json.Marshal(req)
-	if err := l.nc.PublishRequest(l.api, reply(0), body); err != nil {
+	if err := l.nc.PublishRequest(l.api, a.reply(0), body); err != nil {
 		return 0, 0, false, fmt.Errorf("direct get: %w", err)
 	}
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	stop := false
 	for {
-		select {
-		case <-ctx.Done():
-			return n, last, false, fmt.Errorf("direct get: %w", ctx.Err())
-		case msg := <-ch:
-			switch msg.Header.Get("Status") {
-			case "404":
-				return n, last, false, nil
-			case "204": // end of batch
-				pending, _ := strconv.ParseUint(msg.Header.Get("Nats-Num-Pending"), 10, 64)
-				return n, last, !stop && pending > 0, nil
-			}
-			m, err := parseStored(msg)
-			if err != nil {
-				return n, last, false, err
-			}
-			if stop {
-				continue // drain to the end of batch
-			}
-			if !fn(m) {
-				stop = true
-				continue
-			}
-			n++
-			last = m.clock
+		msg, _, err := a.next(ctx)
+		if err != nil {
+			return n, last, false, fmt.Errorf("direct get: %w", err)
 		}
+		switch msg.Header.Get("Status") {
+		case "404":
+			return n, last, false, nil
+		case "204": // end of batch
+			pending, _ := strconv.ParseUint(msg.Header.Get("Nats-Num-Pending"), 10, 64)
+			return n, last, !stop && pending > 0, nil
+		}
+		m, err := parseStored(msg)
+		if err != nil {
+			return n, last, false, err
+		}
+		if stop {
+			continue // drain to the end of batch
+		}
+		if !fn(m) {
+			stop = true
+			continue
+		}
+		n++
+		last = m.clock
 	}
 }
 
@@ -440,13 +439,13 @@ func (l *Log) walkBack(ctx context.Context, last stored, n int) ([]Entry, bool) 
 // and its index in clocks, in the order the answers come. It fails when
 // a clock holds no message or an answer does not come in time.
 func (l *Log) getEach(ctx context.Context, clocks []uint64, fn func(int, stored)) error {
-	reply, ch, done := l.multi.open(len(clocks))
-	defer done()
+	a := l.multi.open(len(clocks))
+	defer a.done()
 	body := make([]byte, 0, 32)
 	for i, c := range clocks {
 		body = strconv.AppendUint(append(body[:0], `{"seq":`...), c, 10)
 		body = append(body, '}')
-		if err := l.nc.PublishRequest(l.api, reply(i), body); err != nil {
+		if err := l.nc.PublishRequest(l.api, a.reply(i), body); err != nil {
 			return fmt.Errorf("direct get: %w", err)
 		}
 	}
@@ -454,25 +453,23 @@ func (l *Log) getEach(ctx context.Context, clocks []uint64, fn func(int, stored)
 	defer cancel()
 	seen := make([]bool, len(clocks))
 	for left := len(clocks); left > 0; {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("direct get: %w", ctx.Err())
-		case msg := <-ch:
-			i, ok := ReplyIndex(msg.Subject)
-			if !ok || i >= len(clocks) || seen[i] {
-				continue
-			}
-			m, err := parseStored(msg)
-			if err != nil {
-				return fmt.Errorf("direct get of clock %d: %w", clocks[i], err)
-			}
-			if m.clock != clocks[i] {
-				return fmt.Errorf("direct get of clock %d: answered with clock %d", clocks[i], m.clock)
-			}
-			seen[i] = true
-			left--
-			fn(i, m)
+		msg, i, err := a.next(ctx)
+		if err != nil {
+			return fmt.Errorf("direct get: %w", err)
 		}
+		if i >= len(clocks) || seen[i] {
+			continue
+		}
+		m, err := parseStored(msg)
+		if err != nil {
+			return fmt.Errorf("direct get of clock %d: %w", clocks[i], err)
+		}
+		if m.clock != clocks[i] {
+			return fmt.Errorf("direct get of clock %d: answered with clock %d", clocks[i], m.clock)
+		}
+		seen[i] = true
+		left--
+		fn(i, m)
 	}
 	return nil
 }

@@ -129,6 +129,7 @@ type writer struct {
 	quit  chan struct{}
 	wg    sync.WaitGroup
 	heads map[string]head // by thread
+	acks  *replies        // answers to pipelined publishes, when the writer fsyncs itself
 
 	mu         sync.Mutex
 	landed     map[[32]byte]landedRec // recent appends by body digest, for retries
@@ -146,6 +147,13 @@ func newWriter(l *Log) (*writer, error) {
 		landed: make(map[[32]byte]landedRec),
 		doubts: make(map[[32]byte]doubt),
 	}
+	if l.blocks != nil {
+		a, err := newOwnReplies(l.nc, l.opts.MaxBatch)
+		if err != nil {
+			return nil, err
+		}
+		w.acks = a
+	}
 	w.wg.Add(1)
 	go w.run()
 	return w, nil
@@ -154,6 +162,9 @@ func newWriter(l *Log) (*writer, error) {
 func (w *writer) stop() {
 	close(w.quit)
 	w.wg.Wait()
+	if w.acks != nil {
+		_ = w.acks.sub.Unsubscribe()
+	}
 }
 
 func (w *writer) run() {
@@ -325,7 +336,7 @@ func (w *writer) land(batch []*Pending, attempt int) {
 	if len(batch) == 0 {
 		return
 	}
-	if w.l.blocks != nil {
+	if w.acks != nil {
 		w.landEach(batch, attempt)
 		return
 	}
@@ -463,7 +474,7 @@ func (w *writer) landEach(batch []*Pending, attempt int) {
 	for i, p := range singles {
 		msgs[i] = w.message(p)
 	}
-	r := w.l.publishEach(msgs)
+	r := w.l.publishEach(w.acks, msgs)
 	var (
 		first uint64
 		cerr  error
