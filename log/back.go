@@ -39,7 +39,11 @@ type sealRun struct {
 // listed as distances (the batch's clocks are consecutive), the head it
 // chains on by its clock, since the batch's own clocks are not known yet.
 func (r *sealRun) backHeader() string {
-	var b []byte
+	if len(r.at) == 0 && r.base.idClock == 0 {
+		return ""
+	}
+	var buf [backLen * 8]byte
+	b := buf[:0]
 	n := 0
 	item := func(abs bool, v uint64) {
 		if n > 0 {
