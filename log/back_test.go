@@ -101,13 +101,7 @@ func TestTailDistrustsBackHeader(t *testing.T) {
 	mine := appendN(t, l, "th_mine", 5, func(j int) map[string]any { return map[string]any{"j": j} })
 	last := mine[len(mine)-1]
 	rec := newRec(t, "th_mine", "agent.step", map[string]any{"forged": true}).WithPrev(last.ID)
-	data, err := rec.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg := nats.NewMsg(RecordSubject("th_mine", "agent.step"))
-	msg.Data = data
-	msg.Header.Set(HeaderID, rec.ID().String())
+	msg := recordMsg(t, rec)
 	msg.Header.Set(HeaderPrevClock, strconv.FormatUint(last.Clock, 10))
 	var back []string
 	for i := len(others) - 1; i >= len(others)-4; i-- {

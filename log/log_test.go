@@ -49,6 +49,20 @@ func ctxT(t testing.TB) context.Context {
 	return ctx
 }
 
+// recordMsg is rec as the writer publishes it (without the writer's
+// chain headers): for tests that land records behind its back.
+func recordMsg(t *testing.T, rec *records.Record) *nats.Msg {
+	t.Helper()
+	data, err := rec.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := nats.NewMsg(RecordSubject(rec.Header.Thread, rec.Header.Kind))
+	msg.Data = data
+	msg.Header.Set(HeaderID, rec.ID().String())
+	return msg
+}
+
 // chain checks that the records of thread link each to the one before.
 func chain(t *testing.T, l *Log, thread string) []Entry {
 	t.Helper()
@@ -187,13 +201,7 @@ func TestResolveInDoubt(t *testing.T) {
 	// Land a sealed record behind the writer's back, as a lost ack would.
 	rec := newRec(t, "th_doubt", "agent.step", map[string]any{"n": 1})
 	sealed := rec.WithPrev(base.ID)
-	data, err := sealed.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg := nats.NewMsg(RecordSubject("th_doubt", "agent.step"))
-	msg.Data = data
-	msg.Header.Set(HeaderID, sealed.ID().String())
+	msg := recordMsg(t, sealed)
 	if _, err := l.JetStream().PublishMsg(ctx, msg); err != nil {
 		t.Fatal(err)
 	}
