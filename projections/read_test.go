@@ -3,6 +3,7 @@ package projections
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -162,4 +163,58 @@ func mustJSON(t testing.TB, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// On the embedded server the store's writes go out one by one: each still
+// lands only on the revision it expects, the revisions Commit returns are
+// the ones Load reads back, and a stale expectation is ErrConflict and
+// changes nothing of its key.
+func TestKVCommitExpectsRevisions(t *testing.T) {
+	l := openLog(t, "")
+	if !l.Embedded() {
+		t.Fatal("test log is not embedded")
+	}
+	r := newRuntime(t, l, Options{})
+	st := &kvStore{js: l.JetStream(), nc: l.Conn(), d: r.d, stream: l.StreamName(), replicas: 1}
+	ctx := ctxT(t)
+	key := func(i int) Key { return Key{ModelThreads, fmt.Sprintf("k%d", i)} }
+	var ws []Write
+	for i := range 50 {
+		ws = append(ws, Write{Key: key(i), Data: []byte(fmt.Sprintf(`{"v":%d}`, i))})
+	}
+	revs, err := st.Commit(ctx, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]Key, len(ws))
+	for i := range ws {
+		keys[i] = key(i)
+	}
+	got, err := st.Load(ctx, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ws {
+		if got[i].Rev != revs[i] || string(got[i].Data) != string(ws[i].Data) {
+			t.Fatalf("key %d: stored rev %d %q, Commit said rev %d %q", i, got[i].Rev, got[i].Data, revs[i], ws[i].Data)
+		}
+	}
+	// k0 on its revision, k1 on a stale one.
+	_, err = st.Commit(ctx, []Write{
+		{Key: key(0), Data: []byte(`{"v":"new"}`), Expect: revs[0]},
+		{Key: key(1), Data: []byte(`{"v":"stale"}`), Expect: revs[1] - 1},
+	})
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("stale expectation: %v, want ErrConflict", err)
+	}
+	got, err = st.Load(ctx, keys[:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[1].Rev != revs[1] || string(got[1].Data) != `{"v":1}` {
+		t.Fatalf("k1 after a stale write: rev %d %q, want rev %d unchanged", got[1].Rev, got[1].Data, revs[1])
+	}
+	if got[0].Rev <= revs[0] || string(got[0].Data) != `{"v":"new"}` {
+		t.Fatalf("k0 written on its revision: rev %d %q", got[0].Rev, got[0].Data)
+	}
 }
