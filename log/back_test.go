@@ -170,30 +170,37 @@ func TestRepliesOverflowAndAbandon(t *testing.T) {
 	es := appendN(t, l, "th_r", 20, func(j int) map[string]any { return map[string]any{"j": j} })
 	batch := []byte(`{"seq":1,"next_by_subj":"` + ThreadSubject("th_r") + `","batch":20}`)
 
-	reply, ch, done := l.Replies(1)
-	if err := l.Conn().PublishRequest(l.api, reply(0), batch); err != nil {
+	a := l.Replies(1)
+	if err := l.Conn().PublishRequest(l.api, a.Reply(0), batch); err != nil {
 		t.Fatal(err)
 	}
-	for i := range 20 {
-		m, err := parseStored(<-ch)
+	for i := range 21 {
+		msg, _, err := a.Next(ctx)
+		if err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		if i == 20 {
+			if st := msg.Header.Get("Status"); st != "204" {
+				t.Fatalf("after the batch: status %q, want 204 (end of batch)", st)
+			}
+			break
+		}
+		m, err := parseStored(msg)
 		if err != nil || m.clock != es[i].Clock {
 			t.Fatalf("answer %d: clock %d, %v; want %d", i, m.clock, err, es[i].Clock)
 		}
 	}
-	if st := (<-ch).Header.Get("Status"); st != "204" {
-		t.Fatalf("after the batch: status %q, want 204 (end of batch)", st)
-	}
-	done()
+	a.Done()
 
-	reply, _, abandon := l.Replies(1)
-	if err := l.Conn().PublishRequest(l.api, reply(0), batch); err != nil {
+	abandoned := l.Replies(1)
+	if err := l.Conn().PublishRequest(l.api, abandoned.Reply(0), batch); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Conn().Flush(); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond) // the answers pile up behind the full channel
-	abandon()
+	abandoned.Done()
 	got, err := l.Tail(ctx, "th_r", 20)
 	if err != nil || len(got) != 20 || got[0].Clock != es[0].Clock {
 		t.Fatalf("Tail after an abandoned read: %d records, %v", len(got), err)

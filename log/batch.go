@@ -171,7 +171,7 @@ type ackResult struct {
 
 // round is one set of pipelined publishes awaiting their answers.
 type round struct {
-	a       *answers
+	a       *Answers
 	res     []ackResult
 	waiting int
 }
@@ -181,7 +181,7 @@ type round struct {
 func (l *Log) publishEach(rs *replies, msgs []*nats.Msg) *round {
 	r := &round{a: rs.open(len(msgs)), res: make([]ackResult, len(msgs))}
 	for i, msg := range msgs {
-		msg.Reply = r.a.reply(i)
+		msg.Reply = r.a.Reply(i)
 		if err := l.nc.PublishMsg(msg); err != nil {
 			r.res[i].err = fmt.Errorf("publish: %w", err)
 			continue
@@ -210,9 +210,9 @@ func (l *Log) PublishEach(ctx context.Context, msgs []*nats.Msg) ([]uint64, []er
 // did not answer has an error that is neither errStale nor errRefused:
 // its outcome is unknown.
 func (r *round) wait(ctx context.Context) []ackResult {
-	defer r.a.done()
+	defer r.a.Done()
 	for r.waiting > 0 {
-		m, i, err := r.a.next(ctx)
+		m, i, err := r.a.Next(ctx)
 		if err != nil {
 			for i := range r.res {
 				if errors.Is(r.res[i].err, errUnanswered) {

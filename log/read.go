@@ -202,16 +202,16 @@ func (l *Log) scan(ctx context.Context, filter string, from, upTo uint64, page i
 // accepted, the clock of the last one, and whether more may follow.
 func (l *Log) getBatch(ctx context.Context, req getRequest, fn func(stored) bool) (n int, last uint64, more bool, err error) {
 	a := l.multi.open(req.Batch + 2)
-	defer a.done()
+	defer a.Done()
 	body, _ := json.Marshal(req)
-	if err := l.nc.PublishRequest(l.api, a.reply(0), body); err != nil {
+	if err := l.nc.PublishRequest(l.api, a.Reply(0), body); err != nil {
 		return 0, 0, false, fmt.Errorf("direct get: %w", err)
 	}
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	stop := false
 	for {
-		msg, _, err := a.next(ctx)
+		msg, _, err := a.Next(ctx)
 		if err != nil {
 			return n, last, false, fmt.Errorf("direct get: %w", err)
 		}
@@ -440,12 +440,12 @@ func (l *Log) walkBack(ctx context.Context, last stored, n int) ([]Entry, bool) 
 // a clock holds no message or an answer does not come in time.
 func (l *Log) getEach(ctx context.Context, clocks []uint64, fn func(int, stored)) error {
 	a := l.multi.open(len(clocks))
-	defer a.done()
+	defer a.Done()
 	body := make([]byte, 0, 32)
 	for i, c := range clocks {
 		body = strconv.AppendUint(append(body[:0], `{"seq":`...), c, 10)
 		body = append(body, '}')
-		if err := l.nc.PublishRequest(l.api, a.reply(i), body); err != nil {
+		if err := l.nc.PublishRequest(l.api, a.Reply(i), body); err != nil {
 			return fmt.Errorf("direct get: %w", err)
 		}
 	}
@@ -453,7 +453,7 @@ func (l *Log) getEach(ctx context.Context, clocks []uint64, fn func(int, stored)
 	defer cancel()
 	seen := make([]bool, len(clocks))
 	for left := len(clocks); left > 0; {
-		msg, i, err := a.next(ctx)
+		msg, i, err := a.Next(ctx)
 		if err != nil {
 			return fmt.Errorf("direct get: %w", err)
 		}

@@ -63,16 +63,17 @@ func newOwnReplies(nc *nats.Conn, capacity int) (*replies, error) {
 	return r, nil
 }
 
-// answers is one read's view of its replies.
-type answers struct {
+// Answers is one read's view of a reply subscription: its requests carry
+// Reply(i) as their reply subject, Next returns the answers as they come,
+// and Done ends the read.
+type Answers struct {
 	base string // reply subjects of this read: base + index
 	ch   <-chan *nats.Msg
 	done func()
 }
 
-// open starts a read that expects about capacity answers. Its requests
-// carry a.reply(i) as their reply subject; a.done ends it.
-func (r *replies) open(capacity int) *answers {
+// open starts a read that expects about capacity answers.
+func (r *replies) open(capacity int) *Answers {
 	r.mu.Lock()
 	r.next++
 	id := r.next
@@ -82,7 +83,7 @@ func (r *replies) open(capacity int) *answers {
 		r.waiting[id] = w
 	}
 	r.mu.Unlock()
-	a := &answers{base: r.prefix + "." + strconv.FormatUint(id, 10) + "."}
+	a := &Answers{base: r.prefix + "." + strconv.FormatUint(id, 10) + "."}
 	if w == nil {
 		a.ch, a.done = r.own, func() {}
 		return a
@@ -97,12 +98,16 @@ func (r *replies) open(capacity int) *answers {
 	return a
 }
 
-func (a *answers) reply(i int) string { return a.base + strconv.Itoa(i) }
+// Reply is the reply subject of the read's request i.
+func (a *Answers) Reply(i int) string { return a.base + strconv.Itoa(i) }
 
-// next returns the next answer of the read and the index of the request it
-// answers, skipping answers to earlier reads (late ones, on an owned
-// subscription), until ctx ends.
-func (a *answers) next(ctx context.Context) (*nats.Msg, int, error) {
+// Done ends the read: answers still to come are dropped.
+func (a *Answers) Done() { a.done() }
+
+// Next returns the next answer of the read and the index i of the request
+// (Reply(i)) it answers, skipping answers to earlier reads (late ones, on
+// an owned subscription), until ctx ends.
+func (a *Answers) Next(ctx context.Context) (*nats.Msg, int, error) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -142,23 +147,7 @@ func (r *replies) route(m *nats.Msg) {
 	}
 }
 
-// Replies starts a read that expects up to capacity answers, on the log's
-// one subscription for them: its requests carry reply(i) as their reply
-// subject, and the answers come on the channel until done is called
-// (ReplyIndex tells which request an answer is to). For code at the edge
-// (projections) that sends pipelined or batched direct gets.
-func (l *Log) Replies(capacity int) (reply func(i int) string, answers <-chan *nats.Msg, done func()) {
-	a := l.multi.open(capacity)
-	return a.reply, a.ch, a.done
-}
-
-// ReplyIndex returns the i of the reply(i) an answer from Replies came
-// on.
-func ReplyIndex(subject string) (int, bool) {
-	k := strings.LastIndexByte(subject, '.')
-	if k < 0 {
-		return 0, false
-	}
-	i, err := strconv.Atoi(subject[k+1:])
-	return i, err == nil && i >= 0
-}
+// Replies starts a read that expects about capacity answers, on the log's
+// one subscription for them. For code at the edge (projections) that sends
+// pipelined or batched direct gets.
+func (l *Log) Replies(capacity int) *Answers { return l.multi.open(capacity) }

@@ -65,36 +65,35 @@ func (d direct) context(ctx context.Context) (context.Context, context.CancelFun
 func (d direct) batch(ctx context.Context, stream string, req getRequest) ([]message, uint64, error) {
 	ctx, cancel := d.context(ctx)
 	defer cancel()
-	reply, ch, done := d.log.Replies(max(req.Batch, len(req.MultiLast), 16) + 2)
-	defer done()
+	a := d.log.Replies(max(req.Batch, 16) + 2)
+	defer a.Done()
 	body, _ := json.Marshal(req)
-	if err := d.log.Conn().PublishRequest("$JS.API.DIRECT.GET."+stream, reply(0), body); err != nil {
+	if err := d.log.Conn().PublishRequest("$JS.API.DIRECT.GET."+stream, a.Reply(0), body); err != nil {
 		return nil, 0, fmt.Errorf("direct get: %w", err)
 	}
 	var out []message
 	for {
-		select {
-		case <-ctx.Done():
-			return nil, 0, fmt.Errorf("direct get %s: %w", stream, ctx.Err())
-		case msg := <-ch:
-			switch st := msg.Header.Get("Status"); st {
-			case "":
-			case "404":
-				return out, 0, nil
-			case "204": // end of batch
-				pending, _ := strconv.ParseUint(msg.Header.Get("Nats-Num-Pending"), 10, 64)
-				return out, pending, nil
-			case "503":
-				return nil, 0, fmt.Errorf("direct get %s: no responders (is the stream there?)", stream)
-			default:
-				return nil, 0, fmt.Errorf("direct get %s: status %s %s", stream, st, msg.Header.Get("Description"))
-			}
-			m, err := parseMessage(msg)
-			if err != nil {
-				return nil, 0, err
-			}
-			out = append(out, m)
+		msg, _, err := a.Next(ctx)
+		if err != nil {
+			return nil, 0, fmt.Errorf("direct get %s: %w", stream, err)
 		}
+		switch st := msg.Header.Get("Status"); st {
+		case "":
+		case "404":
+			return out, 0, nil
+		case "204": // end of batch
+			pending, _ := strconv.ParseUint(msg.Header.Get("Nats-Num-Pending"), 10, 64)
+			return out, pending, nil
+		case "503":
+			return nil, 0, fmt.Errorf("direct get %s: no responders (is the stream there?)", stream)
+		default:
+			return nil, 0, fmt.Errorf("direct get %s: status %s %s", stream, st, msg.Header.Get("Description"))
+		}
+		m, err := parseMessage(msg)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, m)
 	}
 }
 
@@ -116,38 +115,36 @@ func (d direct) lasts(ctx context.Context, stream string, subjects []string) ([]
 }
 
 func (d direct) lastsWindow(ctx context.Context, stream string, subjects []string, out []message, ok []bool) error {
-	reply, ch, done := d.log.Replies(len(subjects))
-	defer done()
+	a := d.log.Replies(len(subjects))
+	defer a.Done()
 	api := "$JS.API.DIRECT.GET." + stream + "."
 	for i, s := range subjects {
-		if err := d.log.Conn().PublishRequest(api+s, reply(i), nil); err != nil {
+		if err := d.log.Conn().PublishRequest(api+s, a.Reply(i), nil); err != nil {
 			return fmt.Errorf("direct get: %w", err)
 		}
 	}
 	for range subjects {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("direct get %s: %w", stream, ctx.Err())
-		case msg := <-ch:
-			i, valid := log.ReplyIndex(msg.Subject)
-			if !valid || i >= len(subjects) {
-				return fmt.Errorf("direct get: unexpected reply subject %q", msg.Subject)
-			}
-			switch st := msg.Header.Get("Status"); st {
-			case "":
-			case "404":
-				continue
-			case "503":
-				return fmt.Errorf("direct get %s: no responders (is the stream there?)", stream)
-			default:
-				return fmt.Errorf("direct get %s %s: status %s %s", stream, subjects[i], st, msg.Header.Get("Description"))
-			}
-			m, err := parseMessage(msg)
-			if err != nil {
-				return err
-			}
-			out[i], ok[i] = m, true
+		msg, i, err := a.Next(ctx)
+		if err != nil {
+			return fmt.Errorf("direct get %s: %w", stream, err)
 		}
+		if i >= len(subjects) {
+			return fmt.Errorf("direct get: unexpected reply subject %q", msg.Subject)
+		}
+		switch st := msg.Header.Get("Status"); st {
+		case "":
+		case "404":
+			continue
+		case "503":
+			return fmt.Errorf("direct get %s: no responders (is the stream there?)", stream)
+		default:
+			return fmt.Errorf("direct get %s %s: status %s %s", stream, subjects[i], st, msg.Header.Get("Description"))
+		}
+		m, err := parseMessage(msg)
+		if err != nil {
+			return err
+		}
+		out[i], ok[i] = m, true
 	}
 	return nil
 }
