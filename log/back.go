@@ -39,9 +39,6 @@ type sealRun struct {
 // listed as distances (the batch's clocks are consecutive), the head it
 // chains on by its clock, since the batch's own clocks are not known yet.
 func (r *sealRun) backHeader() string {
-	if len(r.at) == 0 && r.base.idClock == 0 {
-		return ""
-	}
 	var buf [backLen * 8]byte
 	b := buf[:0]
 	n := 0
@@ -55,27 +52,22 @@ func (r *sealRun) backHeader() string {
 		b = strconv.AppendUint(b, v, 10)
 		n++
 	}
-	// prev is the run's last record, or the base when the run is empty.
+	// prev is the run's last record, or the base when the run is empty;
+	// the run's records before prev come first.
 	for j := len(r.at) - 2; j >= 0 && n < backLen; j-- {
 		item(false, uint64(r.at[j+1]-r.at[j]))
 	}
-	if len(r.at) == 0 {
-		if r.base.idClock == 0 {
-			return ""
-		}
-		last := r.base.idClock
-		for _, c := range r.base.back[:min(len(r.base.back), backLen)] {
-			item(false, last-c)
-			last = c
-		}
-		return string(b)
+	if r.base.idClock == 0 {
+		return string(b) // the thread has no record before the batch, or its clock is unknown
 	}
-	if r.base.id.IsZero() || r.base.idClock == 0 || n == backLen {
-		return string(b)
+	if len(r.at) > 0 && n < backLen {
+		item(true, r.base.idClock) // the base is before prev: by clock
 	}
-	item(true, r.base.idClock)
 	last := r.base.idClock
-	for _, c := range r.base.back[:min(len(r.base.back), backLen-n)] {
+	for _, c := range r.base.back {
+		if n == backLen {
+			break
+		}
 		item(false, last-c)
 		last = c
 	}
