@@ -33,7 +33,7 @@ type Machine struct {
 func describeMachine(workDir string) Machine {
 	m := Machine{Cores: runtime.NumCPU(), Go: runtime.Version(), NATSServer: server.VERSION}
 	m.CPU = firstField("/proc/cpuinfo", "model name")
-	if kb := procMeminfo("MemTotal:"); kb > 0 {
+	if kb := procNumber("/proc/meminfo", "MemTotal:"); kb > 0 {
 		m.MemGiB = float64(kb) / (1 << 20)
 	}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
@@ -76,23 +76,6 @@ func firstField(path, key string) string {
 		}
 	}
 	return "unknown"
-}
-
-func procMeminfo(key string) int64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), key); ok {
-			var n int64
-			fmt.Sscan(rest, &n)
-			return n
-		}
-	}
-	return 0
 }
 
 // mountOf names the file system holding dir: "ext4 (/dev/vda on /)".

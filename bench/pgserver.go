@@ -288,7 +288,13 @@ func (s *PGServer) PSS() int64 {
 
 // procField reads the first number after key in /proc/<pid>/<file>.
 func procField(pid int, file, key string) int64 {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/%s", pid, file))
+	return procNumber(fmt.Sprintf("/proc/%d/%s", pid, file), key)
+}
+
+// procNumber reads the first number after key on a line of the /proc file
+// at path (0 when there is none).
+func procNumber(path, key string) int64 {
+	f, err := os.Open(path)
 	if err != nil {
 		return 0
 	}
