@@ -71,7 +71,8 @@ func TestStreamConfig(t *testing.T) {
 	have, want := s.CachedInfo().Config, streamConfig()
 	if !slices.Equal(have.Subjects, want.Subjects) || have.Storage != want.Storage || have.Retention != want.Retention ||
 		have.Discard != want.Discard || have.Replicas != want.Replicas || have.MaxMsgSize != want.MaxMsgSize ||
-		have.AllowDirect != want.AllowDirect || have.AllowAtomicPublish != want.AllowAtomicPublish || have.Name != want.Name {
+		have.AllowDirect != want.AllowDirect || have.AllowAtomicPublish != want.AllowAtomicPublish || have.Name != want.Name ||
+		have.Duplicates != want.Duplicates {
 		t.Fatalf("spl's stream config differs from the raw peer's:\nspl: %+v\nraw: %+v", have, want)
 	}
 }

@@ -199,6 +199,16 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 	return l, nil
 }
 
+// DuplicateWindow is the log stream's de-duplication window: the
+// smallest nats-server accepts. The log does not use JetStream's
+// Nats-Msg-Id de-duplication (see "Appends and group commit" in
+// docs/design.md), but the server keeps the window anyway, and when it
+// recovers a stream it loads every message stored within the window to
+// rebuild the map. Under the server's default of two minutes, opening a
+// store that took a million appends in its last two minutes reads them
+// all, about a second here, before the first read is answered.
+const DuplicateWindow = 100 * time.Millisecond
+
 // StreamConfig is the configuration of the log's stream: what Open
 // provisions. Exported so that a benchmark's raw JetStream peer runs the
 // very same stream.
@@ -211,6 +221,7 @@ func StreamConfig(name string, replicas int) jetstream.StreamConfig {
 		Discard:            jetstream.DiscardOld,
 		Replicas:           replicas,
 		MaxMsgSize:         records.MaxEncodedSize + 64<<10,
+		Duplicates:         DuplicateWindow,
 		AllowDirect:        true,
 		AllowAtomicPublish: true,
 	}
@@ -235,10 +246,12 @@ func (l *Log) provision(ctx context.Context) error {
 	}
 	have := s.CachedInfo().Config
 	if have.AllowDirect && have.AllowAtomicPublish && !have.DenyDelete && !have.DenyPurge &&
-		len(have.Subjects) == 1 && have.Subjects[0] == want.Subjects[0] && have.MaxMsgSize >= want.MaxMsgSize {
+		len(have.Subjects) == 1 && have.Subjects[0] == want.Subjects[0] && have.MaxMsgSize >= want.MaxMsgSize &&
+		have.Duplicates <= want.Duplicates {
 		return nil
 	}
 	have.AllowDirect, have.AllowAtomicPublish = true, true
+	have.Duplicates = min(have.Duplicates, want.Duplicates)
 	have.DenyDelete, have.DenyPurge = false, false
 	have.Subjects = want.Subjects
 	have.MaxMsgSize = max(have.MaxMsgSize, want.MaxMsgSize)

@@ -387,7 +387,8 @@ func TestProvision(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := s.CachedInfo().Config
-	if !cfg.AllowDirect || !cfg.AllowAtomicPublish || cfg.DenyDelete || cfg.DenyPurge || cfg.Subjects[0] != "spl.rec.>" {
+	if !cfg.AllowDirect || !cfg.AllowAtomicPublish || cfg.DenyDelete || cfg.DenyPurge || cfg.Subjects[0] != "spl.rec.>" ||
+		cfg.Duplicates != DuplicateWindow {
 		t.Fatalf("stream config %+v", cfg)
 	}
 	created := s.CachedInfo().Created
@@ -399,6 +400,43 @@ func TestProvision(t *testing.T) {
 	}
 	if !s2.CachedInfo().Created.Equal(created) {
 		t.Fatalf("stream re-created on second open")
+	}
+}
+
+// A stream made with the server's default de-duplication window (stores
+// from before the log set its own) is brought down to DuplicateWindow on
+// open, keeping its records: with the default, every open reloads what
+// was appended in the last two minutes.
+func TestProvisionShrinksDuplicateWindow(t *testing.T) {
+	dir := t.TempDir()
+	l := openTest(t, dir)
+	ctx := ctxT(t)
+	e, err := l.Append(ctx, newRec(t, "th_dw", "agent.step", map[string]any{"n": 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := l.JetStream().Stream(ctx, l.StreamName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := s.CachedInfo().Config
+	old.Duplicates = 2 * time.Minute
+	if _, err := l.JetStream().UpdateStream(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+
+	l2 := openTest(t, dir)
+	s2, err := l2.JetStream().Stream(ctx, l2.StreamName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s2.CachedInfo().Config.Duplicates; got != DuplicateWindow {
+		t.Fatalf("duplicate window after open: %v, want %v", got, DuplicateWindow)
+	}
+	got, err := l2.Head(ctx, "th_dw")
+	if err != nil || got.ID != e.ID {
+		t.Fatalf("head after open: %v, %v; want %s", got.ID, err, e.ID)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -90,7 +89,7 @@ func (s *kvStore) ensure(ctx context.Context, model string) error {
 		DenyDelete:         true,
 		AllowDirect:        true,
 		Discard:            jetstream.DiscardNew,
-		Duplicates:         2 * time.Minute,
+		Duplicates:         log.DuplicateWindow, // no Nats-Msg-Id here either
 		AllowAtomicPublish: true,
 	}
 	// An existing bucket is left as it is: a client must not bring a
