@@ -70,12 +70,15 @@ func (s *kvStore) bucket(model string) string       { return BucketName(s.stream
 func (s *kvStore) kvStream(model string) string     { return "KV_" + s.bucket(model) }
 func (s *kvStore) subject(model, key string) string { return "$KV." + s.bucket(model) + "." + key }
 
-// ensure creates the bucket of model, or brings it to the settings the
-// store needs (atomic batches, direct gets, one revision per key).
+// ensure creates the bucket of model with the settings the store needs
+// (atomic batches, direct gets, one revision per key). An existing bucket
+// keeps its settings, but for its de-duplication window, brought down to
+// log.DuplicateWindow as the log's stream is: a client must not bring a
+// bucket that spl serve made with 3 replicas down to its own default.
 func (s *kvStore) ensure(ctx context.Context, model string) error {
 	b := s.bucket(model)
 	cfg := jetstream.StreamConfig{
-		Name:               "KV_" + b,
+		Name:               s.kvStream(model),
 		Description:        "spl projection read model " + model,
 		Subjects:           []string{"$KV." + b + ".>"},
 		MaxMsgsPerSubject:  1,
@@ -92,15 +95,23 @@ func (s *kvStore) ensure(ctx context.Context, model string) error {
 		Duplicates:         log.DuplicateWindow, // no Nats-Msg-Id here either
 		AllowAtomicPublish: true,
 	}
-	// An existing bucket is left as it is: a client must not bring a
-	// bucket that spl serve made with 3 replicas down to its own default.
-	if _, err := s.js.Stream(ctx, cfg.Name); err == nil {
+	st, err := s.js.Stream(ctx, cfg.Name)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		if _, err := s.js.CreateStream(ctx, cfg); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return fmt.Errorf("bucket %s: %w", b, err)
+		}
 		return nil
-	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+	case err != nil:
 		return fmt.Errorf("bucket %s: %w", b, err)
 	}
-	if _, err := s.js.CreateStream(ctx, cfg); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		return fmt.Errorf("bucket %s: %w", b, err)
+	have := st.CachedInfo().Config
+	if have.Duplicates <= cfg.Duplicates {
+		return nil
+	}
+	have.Duplicates = cfg.Duplicates
+	if _, err := s.js.UpdateStream(ctx, have); err != nil {
+		return fmt.Errorf("bucket %s: de-duplication window: %w", b, err)
 	}
 	return nil
 }

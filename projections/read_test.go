@@ -218,3 +218,42 @@ func TestKVCommitExpectsRevisions(t *testing.T) {
 		t.Fatalf("k0 written on its revision: rev %d %q", got[0].Rev, got[0].Data)
 	}
 }
+
+// A bucket made with the server's default de-duplication window (before
+// the store set its own) is brought down to log.DuplicateWindow by the
+// next runtime, and keeps its values: with the default, every open of the
+// store reloads the bucket's writes of the last two minutes.
+func TestEnsureShrinksBucketDuplicateWindow(t *testing.T) {
+	l := openLog(t, "")
+	r := newRuntime(t, l, Options{})
+	st := &kvStore{js: l.JetStream(), nc: l.Conn(), d: r.d, stream: l.StreamName(), replicas: 1}
+	ctx := ctxT(t)
+	key := Key{ModelThreads, "k"}
+	revs, err := st.Commit(ctx, []Write{{Key: key, Data: []byte(`{"v":1}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := st.kvStream(ModelThreads)
+	s, err := l.JetStream().Stream(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := s.CachedInfo().Config
+	old.Duplicates = 2 * time.Minute
+	if _, err := l.JetStream().UpdateStream(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+
+	newRuntime(t, l, Options{})
+	s, err = l.JetStream().Stream(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.CachedInfo().Config.Duplicates; got != log.DuplicateWindow {
+		t.Fatalf("bucket's duplicate window: %v, want %v", got, log.DuplicateWindow)
+	}
+	got, err := st.Load(ctx, []Key{key})
+	if err != nil || got[0].Rev != revs[0] || string(got[0].Data) != `{"v":1}` {
+		t.Fatalf("value after ensure: %+v, %v; want rev %d", got, err, revs[0])
+	}
+}
