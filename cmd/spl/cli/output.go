@@ -100,14 +100,7 @@ func writeCheckpoint(w io.Writer, cp sdk.SavedCheckpoint) error {
 		return err
 	}
 	var b strings.Builder
-	field := func(label, value string) {
-		for i, line := range strings.Split(printable(value), "\n") {
-			if i > 0 {
-				label = ""
-			}
-			fmt.Fprintf(&b, "%-12s%s\n", label, line)
-		}
-	}
+	field := func(label, value string) { writeField(&b, label, value) }
 	list := func(label string, items []string) {
 		if len(items) == 0 {
 			field(label, "-")
@@ -168,4 +161,15 @@ func cell(s string, width int) string {
 	}
 	runes := []rune(s)
 	return strings.TrimRightFunc(string(runes[:width-1]), unicode.IsSpace) + "…"
+}
+
+// writeField writes one labelled field of a detail view: the label in a
+// column of 12, and a value of several lines continued under it.
+func writeField(b *strings.Builder, label, value string) {
+	for i, line := range strings.Split(printable(value), "\n") {
+		if i > 0 {
+			label = ""
+		}
+		fmt.Fprintf(b, "%-12s%s\n", label, line)
+	}
 }

@@ -189,14 +189,7 @@ func newTable(w io.Writer) *tabwriter.Writer {
 // verifies, or who erased it.
 func writeShown(w io.Writer, r sdk.Record, corrupt error, ts *sdk.Tombstone) error {
 	var b strings.Builder
-	field := func(label, value string) {
-		for i, line := range strings.Split(printable(value), "\n") {
-			if i > 0 {
-				label = ""
-			}
-			fmt.Fprintf(&b, "%-12s%s\n", label, line)
-		}
-	}
+	field := func(label, value string) { writeField(&b, label, value) }
 	header := func(h records.Header) {
 		field("thread", h.Thread)
 		field("act", h.Act)
