@@ -214,11 +214,13 @@ func (l *Log) finishErasures(ctx context.Context) error {
 }
 
 // deleteTargets securely deletes each target's message, when the message
-// at its clock is still the target.
+// at its clock is still the target and is not an erasure record (which
+// records.Validate refuses to name, but a record stored before that rule
+// may name: erasures stay as the audit trail whatever names them).
 func (l *Log) deleteTargets(ctx context.Context, stream jetstream.Stream, targets []records.ErasureTarget) error {
 	for _, t := range targets {
-		if t.Clock == 0 {
-			continue // written without a clock: nothing to find cheaply
+		if t.Clock == 0 || t.Header.Kind == records.KindErasure {
+			continue // written without a clock (nothing to find cheaply), or an erasure
 		}
 		m, err := l.get(ctx, getRequest{Seq: t.Clock})
 		if errors.Is(err, ErrNotFound) {
@@ -227,8 +229,8 @@ func (l *Log) deleteTargets(ctx context.Context, stream jetstream.Stream, target
 		if err != nil {
 			return fmt.Errorf("read %d: %w", t.Clock, err)
 		}
-		if m.hdr.Get(HeaderID) != t.ID.String() {
-			continue // not the target: never delete what was not named
+		if m.hdr.Get(HeaderID) != t.ID.String() || strings.HasSuffix(m.subject, "."+records.KindErasure) {
+			continue // not the target, or an erasure: never delete either
 		}
 		if err := stream.SecureDeleteMsg(ctx, t.Clock); err != nil && !isNoMessage(err) {
 			return fmt.Errorf("secure delete %d: %w", t.Clock, err)

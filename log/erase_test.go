@@ -7,6 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/zeebo/blake3"
 
 	"github.com/spl-dev/spl/records"
 )
@@ -116,6 +120,64 @@ func TestEraseRefusals(t *testing.T) {
 	}
 	if got := len(readAll(t, l, "th_other")); got != 1 {
 		t.Fatalf("other thread changed: %d records", got)
+	}
+}
+
+// An erasure record never names another erasure: Append refuses one, and
+// one stored before that rule (forged here, as an older version could
+// have written it) deletes nothing of what it names when the log carries
+// it out.
+func TestErasureOfErasure(t *testing.T) {
+	dir := t.TempDir()
+	l := openTest(t, dir)
+	ctx := ctxT(t)
+	es := appendN(t, l, "th_x", 2, func(i int) map[string]any { return map[string]any{"i": i} })
+	res, err := l.Erase(ctx, "th_x", []records.ID{es[0].ID}, "r", actor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := res.Erasure
+	// A valid erasure of es[1], whose body is then changed to name the
+	// erasure record instead, with its body digest made to match.
+	rec, err := records.New(records.ActForget, records.KindErasure, "th_x", actor, time.Now(),
+		&records.Erasure{Targets: []records.ErasureTarget{{ID: es[1].ID, Header: es[1].Record.Header, Clock: es[1].Clock}}, Reason: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := records.Erasure{Targets: []records.ErasureTarget{{ID: first.ID, Header: first.Record.Header, Clock: first.Clock}}, Reason: "old rules"}.MarshalCBOR()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := blake3.NewKeyed(rec.Salt[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Write(body)
+	rec.Body = body
+	h.Sum(rec.Header.BD[:0])
+	var fe *records.FieldError
+	if _, err := l.Append(ctx, rec); !errors.As(err, &fe) || fe.Field != "body.targets[0]" {
+		t.Fatalf("Append of an erasure of an erasure: err=%v, want a field error on body.targets[0]", err)
+	}
+	old := rec.WithPrev(first.ID)
+	data, err := old.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := nats.NewMsg(RecordSubject("th_x", records.KindErasure))
+	msg.Data = data
+	msg.Header.Set(HeaderID, old.ID().String())
+	if _, err := l.JetStream().PublishMsg(ctx, msg); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	// The next open carries out every erasure past the watermark.
+	l = openTest(t, dir)
+	if _, err := l.At(ctxT(t), first.Clock); err != nil {
+		t.Fatalf("the erasure record named by a later erasure was deleted: %v", err)
+	}
+	if got := len(readAll(t, l, "th_x")); got != 3 {
+		t.Fatalf("th_x has %d records, want 3 (es[1] and both erasures)", got)
 	}
 }
 

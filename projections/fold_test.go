@@ -451,3 +451,44 @@ func TestAppendJSON(t *testing.T) {
 		}
 	}
 }
+
+// An erasure that names an erasure record is refused by records.Validate,
+// but one stored before that rule may be in a log. The log deletes nothing
+// for such a target, so the fold takes nothing out of the models for it:
+// the erasure record it names stays counted and is not listed as erased.
+func TestFoldIgnoresErasureOfErasure(t *testing.T) {
+	h := newHarness(t)
+	h.run(scriptCase{cmd: "append", input: []string{
+		"th_a KNOW agent.step ana 1000",
+		`th_a FORGET core.erasure ops 1100 targets=@1 reason="r"`,
+	}})
+	first := h.byTime[2]
+	body, err := records.Erasure{Targets: []records.ErasureTarget{{ID: first.ID(), Header: first.Header, Clock: 2}}, Reason: "old rules"}.MarshalCBOR()
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := *first
+	forged.Body = body
+	forged.Header.TS = 1200
+	forged.Header.Prev = first.ID()
+	h.clock = 3
+	e := log.Entry{Clock: 3, ID: forged.ID(), Record: &forged}
+	if err := h.log.Append(e); err != nil {
+		t.Fatal(err)
+	}
+	h.commit(h.state, []log.Entry{e})
+	dump := h.store.Dump()
+	if v, ok := dump[Key{ModelErased, first.ID().String()}]; ok {
+		t.Fatalf("the erasure record is listed as erased: %s", v)
+	}
+	var th Thread
+	if err := json.Unmarshal(dump[Key{ModelThreads, ThreadKey("th_a")}], &th); err != nil {
+		t.Fatal(err)
+	}
+	if th.Records != 2 || th.First != 2 || th.Last != 3 {
+		t.Fatalf("th_a = %+v, want 2 records (both erasures), first 2, last 3", th)
+	}
+	if got := h.run(scriptCase{cmd: "rebuild"}); got != "identical" {
+		t.Fatalf("rebuild: %s", got)
+	}
+}

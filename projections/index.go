@@ -171,6 +171,9 @@ func (index) Keys(e log.Entry, add func(Key)) {
 	}
 	if er := erasure(e); er != nil {
 		for _, t := range er.Targets {
+			if t.Header.Kind == records.KindErasure {
+				continue // never erased: see erase
+			}
 			add(Key{ModelErased, t.ID.String()})
 			tk := ThreadKey(t.Header.Thread)
 			add(Key{ModelThreads, tk})
@@ -302,8 +305,12 @@ func (ix index) erase(tx *Tx, e log.Entry, er *records.Erasure) error {
 	byThread := make(map[string][]records.ErasureTarget)
 	seen := make(map[records.ID]bool, len(er.Targets))
 	for _, t := range er.Targets {
-		if seen[t.ID] || t.Header.ID() != t.ID || (t.Clock >= e.Clock) {
-			continue // named twice, a header that is not the target's, a clock to come
+		if seen[t.ID] || t.Header.ID() != t.ID || t.Clock >= e.Clock || t.Header.Kind == records.KindErasure {
+			// Named twice, a header that is not the target's, a clock to
+			// come, or an erasure record: the log deletes none of these
+			// (erasures stay as the audit trail; records.Validate refuses
+			// to name one, but a record stored before that rule may).
+			continue
 		}
 		seen[t.ID] = true
 		k := Key{ModelErased, t.ID.String()}

@@ -30,9 +30,15 @@ const (
 const (
 	// ScopeThread is a policy for the thread its record is on.
 	ScopeThread = "thread"
-	// ScopeAll is a policy for every thread that has no policy of its own.
+	// ScopeAll is a policy for every thread that has no policy of its own;
+	// its record is on [RetentionThread].
 	ScopeAll = "all"
 )
+
+// RetentionThread is the reserved thread that holds the policy of all
+// threads: the only thread where a [Retention] of scope [ScopeAll] may be
+// written, and where one of scope [ScopeThread] may not.
+const RetentionThread = "spl/retention"
 
 // Retention is the body of a [KindRetention] record (act [ActKnow]): which
 // checkpoints of a thread retention keeps. A checkpoint is kept when it is

@@ -13,7 +13,11 @@ func TestRetentionRoundTrip(t *testing.T) {
 		{Scope: ScopeThread, KeepLast: 3},
 		{Scope: ScopeAll, KeepLast: 1, MaxAgeMS: 30 * 24 * 3600 * 1000},
 	} {
-		rec, err := New(ActKnow, KindRetention, "th", "did:sync:agent:dev", time.UnixMilli(1700000000000), &r)
+		thread := "th"
+		if r.Scope == ScopeAll {
+			thread = RetentionThread
+		}
+		rec, err := New(ActKnow, KindRetention, thread, "did:sync:agent:dev", time.UnixMilli(1700000000000), &r)
 		if err != nil {
 			t.Fatalf("New(%+v): %v", r, err)
 		}
@@ -87,5 +91,28 @@ func TestRetentionAndPinRules(t *testing.T) {
 				t.Fatalf("err=%v, want field %q and a rule containing %q", err, tt.field, tt.has)
 			}
 		})
+	}
+}
+
+// A policy's scope must match its thread: a policy of all threads read from
+// an ordinary thread, or a thread's own policy read from the policy
+// thread, would stand in for the policy that is really there.
+func TestRetentionScopeMatchesThread(t *testing.T) {
+	for _, tt := range []struct {
+		scope, thread, rule string
+	}{
+		{ScopeAll, "th", `"all" is the policy of all threads and belongs on thread spl/retention, got thread "th"`},
+		{ScopeThread, RetentionThread, `must be "all" on thread spl/retention (the policy of all threads), got "thread"`},
+	} {
+		_, err := New(ActKnow, KindRetention, tt.thread, "did:sync:agent:dev", time.UnixMilli(1700000000000), &Retention{Scope: tt.scope, KeepLast: 1})
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != "body.scope" || fe.Rule != tt.rule {
+			t.Errorf("scope %s on thread %s: err=%v, want body.scope: %s", tt.scope, tt.thread, err, tt.rule)
+		}
+	}
+	for _, ok := range []struct{ scope, thread string }{{ScopeAll, RetentionThread}, {ScopeThread, "th"}} {
+		if _, err := New(ActKnow, KindRetention, ok.thread, "did:sync:agent:dev", time.UnixMilli(1700000000000), &Retention{Scope: ok.scope, KeepLast: 1}); err != nil {
+			t.Errorf("scope %s on thread %s: %v", ok.scope, ok.thread, err)
+		}
 	}
 }

@@ -40,9 +40,17 @@ var requiredAct = map[string]string{
 // a *FieldError, in this order: the header fields "v", "act", "kind",
 // "thread", "actor", "ts"; the act a well-known kind requires (Field "act");
 // the encoded size (Field "body"); the body, which must be a canonical CBOR
-// map and match the schema of a well-known kind ([ValidateBody]).
+// map and match the schema of a well-known kind ([ValidateBody]); then the
+// rules that tie a well-known body to its record's thread:
 //
-// Validate does not check the body digest or the id; see [Record.Verify].
+//   - an erasure never names an erasure record ("body.targets[i]"):
+//     erasures stay as the audit trail;
+//   - a retention policy of scope [ScopeAll] is on [RetentionThread], and
+//     one of scope [ScopeThread] is not ("body.scope").
+//
+// Validate is the rule for writing; reading checks the body digest and the
+// id instead ([Record.Verify]), so a record stored under older rules stays
+// readable.
 func (r *Record) Validate() error {
 	if r.checked != nil && r.checked.unchanged(r) {
 		return nil
@@ -53,7 +61,32 @@ func (r *Record) Validate() error {
 	if n := r.encodedSize(); n > MaxEncodedSize {
 		return sizeError(n)
 	}
-	return ValidateBody(r.Header.Kind, r.Body)
+	body, err := validBody(r.Header.Kind, r.Body)
+	if err != nil {
+		return err
+	}
+	return onThread(r.Header.Thread, body)
+}
+
+// onThread checks the rules that tie a well-known body, as validBody
+// returned it, to the thread of its record.
+func onThread(thread string, body any) error {
+	switch b := body.(type) {
+	case *Erasure:
+		for i, t := range b.Targets {
+			if t.Header.Kind == KindErasure {
+				return fieldErrorf(fmt.Sprintf("body.targets[%d]", i), "must not be an erasure record (erasures stay as the audit trail), got %s", t.ID)
+			}
+		}
+	case *Retention:
+		switch {
+		case b.Scope == ScopeAll && thread != RetentionThread:
+			return fieldErrorf("body.scope", "%q is the policy of all threads and belongs on thread %s, got thread %s", ScopeAll, RetentionThread, quote(thread))
+		case b.Scope == ScopeThread && thread == RetentionThread:
+			return fieldErrorf("body.scope", "must be %q on thread %s (the policy of all threads), got %q", ScopeAll, RetentionThread, ScopeThread)
+		}
+	}
+	return nil
 }
 
 // validate checks the header's field rules (all but "bd" and "prev", which
@@ -144,36 +177,37 @@ func actorRule(actor string) string {
 // [Pin.Validate]). Other kinds need only be a map. Failures are
 // *FieldError values with Field "body" or a path into the body.
 func ValidateBody(kind string, body []byte) error {
+	_, err := validBody(kind, body)
+	return err
+}
+
+// validBody is ValidateBody that also returns the decoded body of a
+// well-known kind (nil for other kinds).
+func validBody(kind string, body []byte) (any, error) {
+	var v interface{ Validate() error }
+	var err error
 	switch kind {
 	case KindCheckpoint:
-		c, err := DecodeCheckpoint(body)
-		if err != nil {
-			return asFieldError(err)
-		}
-		return c.Validate()
+		v, err = DecodeCheckpoint(body)
 	case KindErasure:
-		e, err := DecodeErasure(body)
-		if err != nil {
-			return asFieldError(err)
-		}
-		return e.Validate()
+		v, err = DecodeErasure(body)
 	case KindRetention:
-		r, err := DecodeRetention(body)
-		if err != nil {
-			return asFieldError(err)
-		}
-		return r.Validate()
+		v, err = DecodeRetention(body)
 	case KindPin:
-		p, err := DecodePin(body)
-		if err != nil {
-			return asFieldError(err)
+		v, err = DecodePin(body)
+	default:
+		if _, err := decodeBodyMap(body); err != nil {
+			return nil, asFieldError(err)
 		}
-		return p.Validate()
+		return nil, nil
 	}
-	if _, err := decodeBodyMap(body); err != nil {
-		return asFieldError(err)
+	if err != nil {
+		return nil, asFieldError(err)
 	}
-	return nil
+	if err := v.Validate(); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // asFieldError returns err's *FieldError, or a *FieldError on "body" that

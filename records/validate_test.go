@@ -44,6 +44,12 @@ func testHeader(t *testing.T, thread string) Header {
 
 func TestValidate(t *testing.T) {
 	target := testHeader(t, "erased")
+	erasureRec, err := New(ActForget, KindErasure, "erased", "did:sync:agent:dev", time.UnixMilli(1700000000000),
+		&Erasure{Targets: []ErasureTarget{{ID: target.ID(), Header: target}}, Reason: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	erasureHeader := erasureRec.Header
 	checkpoint := func(c *Checkpoint) func(*recordArgs) {
 		return func(a *recordArgs) { a.act, a.kind, a.body = ActLearn, KindCheckpoint, c }
 	}
@@ -101,6 +107,7 @@ func TestValidate(t *testing.T) {
 		{"erasure with no targets", erasure(&Erasure{Reason: "r"}), "body.targets", "at least one"},
 		{"erasure target id mismatch", erasure(&Erasure{Targets: []ErasureTarget{{ID: ID{1}, Header: target}}, Reason: "r"}), "body.targets[0].id", "does not match the id of its header"},
 		{"erasure target named twice", erasure(&Erasure{Targets: []ErasureTarget{{ID: target.ID(), Header: target}, {ID: target.ID(), Header: target}}, Reason: "r"}), "body.targets[1].id", "named twice"},
+		{"erasure of an erasure", erasure(&Erasure{Targets: []ErasureTarget{{ID: target.ID(), Header: target}, {ID: erasureHeader.ID(), Header: erasureHeader}}, Reason: "r"}), "body.targets[1]", "must not be an erasure record (erasures stay as the audit trail), got " + erasureHeader.ID().String()},
 		{"erasure with empty reason", erasure(&Erasure{Targets: []ErasureTarget{{ID: target.ID(), Header: target}}}), "body.reason", "must not be empty"},
 		{"erasure reason too long", erasure(&Erasure{Targets: []ErasureTarget{{ID: target.ID(), Header: target}}, Reason: strings.Repeat("r", 1025)}), "body.reason", "at most 1024 bytes"},
 		{"erasure with act KNOW", func(a *recordArgs) {
