@@ -95,8 +95,8 @@ func (h Header) validate() *FieldError {
 	if h.V != FormatVersion {
 		return fieldErrorf("v", "must be %d, got %d", FormatVersion, h.V)
 	}
-	if !validAct(h.Act) {
-		return fieldErrorf("act", "must match %s (upper-case verb), got %s", actPattern, quote(h.Act))
+	if rule := actRule(h.Act); rule != "" {
+		return &FieldError{Field: "act", Rule: rule}
 	}
 	if rule := kindRule(h.Kind); rule != "" {
 		return &FieldError{Field: "kind", Rule: rule}
@@ -114,6 +114,34 @@ func (h Header) validate() *FieldError {
 		return fieldErrorf("act", "kind %s requires act %s, got %s", h.Kind, want, quote(h.Act))
 	}
 	return nil
+}
+
+// CheckKind reports whether kind follows the rule of the header field
+// "kind" (a lower-case dotted name, at most 128 bytes and 16 parts): nil,
+// or a *FieldError with Field "kind". Filters that take a kind use it, so
+// that "*" or ">" never reach a subject filter and a kind no record can
+// have is an error rather than an empty answer.
+func CheckKind(kind string) error {
+	if rule := kindRule(kind); rule != "" {
+		return &FieldError{Field: "kind", Rule: rule}
+	}
+	return nil
+}
+
+// CheckAct reports whether act follows the rule of the header field "act"
+// (an upper-case verb): nil, or a *FieldError with Field "act".
+func CheckAct(act string) error {
+	if rule := actRule(act); rule != "" {
+		return &FieldError{Field: "act", Rule: rule}
+	}
+	return nil
+}
+
+func actRule(act string) string {
+	if !validAct(act) {
+		return "must match " + actPattern + " (upper-case verb), got " + quote(act)
+	}
+	return ""
 }
 
 func kindRule(kind string) string {

@@ -226,3 +226,26 @@ func TestValidateHeaderVersion(t *testing.T) {
 		t.Fatalf("Rule=%q, want %q", got, want)
 	}
 }
+
+func TestCheckKindAndAct(t *testing.T) {
+	for _, k := range []string{"agent.step", KindCheckpoint, "a"} {
+		if err := CheckKind(k); err != nil {
+			t.Errorf("CheckKind(%q) = %v", k, err)
+		}
+	}
+	for _, k := range []string{"", ">", "*", "agent.*", "Agent.step", "a..b", strings.Repeat("a.", 16) + "a"} {
+		var fe *FieldError
+		if err := CheckKind(k); !errors.As(err, &fe) || fe.Field != "kind" || !errors.Is(err, ErrInvalid) {
+			t.Errorf("CheckKind(%q) = %v, want a field error on kind", k, err)
+		}
+	}
+	if err := CheckAct(ActLearn); err != nil {
+		t.Errorf("CheckAct(LEARN) = %v", err)
+	}
+	for _, a := range []string{"", "know", "K", ">", "KNOW*"} {
+		var fe *FieldError
+		if err := CheckAct(a); !errors.As(err, &fe) || fe.Field != "act" {
+			t.Errorf("CheckAct(%q) = %v, want a field error on act", a, err)
+		}
+	}
+}
