@@ -6,10 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -57,39 +60,156 @@ func newEmbedded(dir string, linger time.Duration) (*embedded, error) {
 	return &embedded{dir: dir, token: token, linger: linger}, nil
 }
 
-// loadToken reads the directory's client token, creating it on first use.
+// loadToken returns the directory's client token, creating it on first
+// use. The token file only ever appears whole (see writeToken). A file
+// that holds no whole token is waited for a moment, in case a version
+// that wrote it in place is writing it, then replaced (see replaceToken):
+// it is what a crash between that version's create and write leaves, or a
+// power loss before the token reached the disk.
 func loadToken(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err == nil && len(b) >= 32 {
-		return string(b), nil
+	for range 5 {
+		b, err := os.ReadFile(path)
+		switch {
+		case err == nil && wholeToken(b):
+			return string(b), nil
+		case errors.Is(err, fs.ErrNotExist):
+			tok, err := writeToken(path, false)
+			if errors.Is(err, fs.ErrExist) {
+				continue // another process created it first: read theirs
+			}
+			return tok, err
+		case err != nil:
+			return "", fmt.Errorf("read token: %w", err)
+		}
+		for range 50 {
+			time.Sleep(10 * time.Millisecond)
+			if b, err := os.ReadFile(path); err == nil && wholeToken(b) {
+				return string(b), nil
+			}
+		}
+		tok, err := replaceToken(path)
+		if tok != "" || err != nil {
+			return tok, err
+		}
+		// Another process replaced it meanwhile: read theirs.
 	}
+	return "", fmt.Errorf("read token %s: no whole token after 5 tries", path)
+}
+
+// wholeToken reports whether b is a token as writeToken writes it: hex
+// digits, at least 32. A power loss can leave a file of the right size
+// that holds zeros.
+func wholeToken(b []byte) bool {
+	if len(b) < 32 {
+		return false
+	}
+	for _, c := range b {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// writeToken makes a new token and puts it at path whole: written to a
+// temporary file in the same directory and synced, then given the name
+// path, and the directory synced. With replace false, the name is given
+// by a hard link, which fails (wrapping fs.ErrExist) when path exists:
+// of two processes creating the token, the first wins and the other
+// reads the winner's. With replace true, by a rename over path. Either
+// way path never names a partial token, not even after a crash; a crash
+// can leave a temporary file behind, which nothing reads.
+func writeToken(path string, replace bool) (string, error) {
 	var raw [24]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", fmt.Errorf("make token: %w", err)
 	}
 	tok := hex.EncodeToString(raw[:])
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if errors.Is(err, os.ErrExist) {
-		// Another process created it first: use theirs.
-		for range 50 {
-			if b, err := os.ReadFile(path); err == nil && len(b) >= 32 {
-				return string(b), nil
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		return "", fmt.Errorf("read token %s: incomplete", path)
-	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, tokenFile+".*.tmp")
 	if err != nil {
-		return "", fmt.Errorf("create token: %w", err)
-	}
-	if _, err := f.WriteString(tok); err != nil {
-		f.Close()
 		return "", fmt.Errorf("write token: %w", err)
 	}
-	if err := f.Close(); err != nil {
+	defer os.Remove(f.Name()) // linked or renamed by then, or a failure's
+	_, err = f.WriteString(tok)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("write token: %w", err)
+	}
+	if replace {
+		err = os.Rename(f.Name(), path)
+	} else {
+		err = os.Link(f.Name(), path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("write token: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
 		return "", fmt.Errorf("write token: %w", err)
 	}
 	return tok, nil
+}
+
+// replaceToken replaces the file at path, which holds no whole token, with
+// a new token, and returns it. It returns "" and no error when the name
+// no longer holds the file it saw: the caller reads it again.
+//
+// Processes that race to replace the file must all end with the same
+// token. Each opens the file and takes an flock on it, then replaces it
+// only if path still names the file it locked and that file still holds
+// no whole token. The first to get the lock renames a whole token over
+// path. The others get the lock on the file the rename unlinked, see that
+// path names another file now, and read that one. A process that opens
+// path after the rename finds the whole token and locks nothing. Nothing
+// else changes the name: a creator links, which fails while the name
+// exists. The kernel drops an flock when its process dies, so a crash
+// never leaves the token locked.
+func replaceToken(path string) (string, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("replace token: %w", err)
+	}
+	defer f.Close() // and with it the lock
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return "", fmt.Errorf("replace token: lock: %w", err)
+	}
+	locked, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("replace token: %w", err)
+	}
+	named, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && !os.SameFile(locked, named) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("replace token: %w", err)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return "", fmt.Errorf("replace token: %w", err)
+	}
+	if wholeToken(b) {
+		return string(b), nil
+	}
+	return writeToken(path, true)
+}
+
+// syncDir makes the names in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // connect returns a connection to the directory's server, starting one in

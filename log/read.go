@@ -174,23 +174,30 @@ func (l *Log) requestAgain(ctx context.Context, subject string, body []byte) (*n
 // scan calls fn for each message matching filter from clock from on, in
 // order, through batched direct gets of page messages, until fn returns
 // false or the stream's end. upTo > 0 stops after that clock.
+//
+// Each page is in hand before fn sees its first message: the time fn
+// takes (a caller's loop body, for Read) never counts against the wait
+// for the server's answers.
 func (l *Log) scan(ctx context.Context, filter string, from, upTo uint64, page int, fn func(stored) bool) error {
 	if from == 0 {
 		from = 1
 	}
+	var buf []stored // reused: fn gets copies
 	for {
 		if l.isClosed() {
 			return ErrClosed
 		}
-		n, last, more, err := l.getBatch(ctx, getRequest{Seq: from, NextFor: filter, Batch: page}, func(m stored) bool {
-			if upTo > 0 && m.clock > upTo {
-				return false
+		ms, more, err := l.getBatch(ctx, getRequest{Seq: from, NextFor: filter, Batch: page}, buf[:0])
+		buf = ms
+		for _, m := range ms {
+			if upTo > 0 && m.clock > upTo || !fn(m) {
+				return nil
 			}
-			return fn(m)
-		})
-		if err != nil || n == 0 || !more {
+		}
+		if err != nil || len(ms) == 0 || !more {
 			return err
 		}
+		last := ms[len(ms)-1].clock
 		if upTo > 0 && last >= upTo {
 			return nil
 		}
@@ -198,43 +205,38 @@ func (l *Log) scan(ctx context.Context, filter string, from, upTo uint64, page i
 	}
 }
 
-// getBatch does one batched direct get. It returns how many messages fn
-// accepted, the clock of the last one, and whether more may follow.
-func (l *Log) getBatch(ctx context.Context, req getRequest, fn func(stored) bool) (n int, last uint64, more bool, err error) {
+// getBatch does one batched direct get and appends the messages of its
+// answer to ms. It reports whether more may follow. On an error it
+// returns the messages that came before it.
+//
+// The timeout (Options.Timeout, when ctx has no deadline) bounds the wait
+// for this one answer only: getBatch calls no code of its caller.
+func (l *Log) getBatch(ctx context.Context, req getRequest, ms []stored) (_ []stored, more bool, err error) {
 	a := l.multi.open(req.Batch + 2)
 	defer a.Done()
 	body, _ := json.Marshal(req)
 	if err := l.nc.PublishRequest(l.api, a.Reply(0), body); err != nil {
-		return 0, 0, false, fmt.Errorf("direct get: %w", err)
+		return ms, false, fmt.Errorf("direct get: %w", err)
 	}
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
-	stop := false
 	for {
 		msg, _, err := a.Next(ctx)
 		if err != nil {
-			return n, last, false, fmt.Errorf("direct get: %w", err)
+			return ms, false, fmt.Errorf("direct get: %w", err)
 		}
 		switch msg.Header.Get("Status") {
 		case "404":
-			return n, last, false, nil
+			return ms, false, nil
 		case "204": // end of batch
 			pending, _ := strconv.ParseUint(msg.Header.Get("Nats-Num-Pending"), 10, 64)
-			return n, last, !stop && pending > 0, nil
+			return ms, pending > 0, nil
 		}
 		m, err := parseStored(msg)
 		if err != nil {
-			return n, last, false, err
+			return ms, false, err
 		}
-		if stop {
-			continue // drain to the end of batch
-		}
-		if !fn(m) {
-			stop = true
-			continue
-		}
-		n++
-		last = m.clock
+		ms = append(ms, m)
 	}
 }
 
@@ -254,14 +256,45 @@ type readOpts struct {
 	act  string
 }
 
-// From starts a read at clock c (inclusive).
+// From starts a read at clock c (inclusive): records before c are left
+// out.
 func From(c uint64) ReadOption { return func(o *readOpts) { o.from = c } }
 
-// Kind keeps records of kind k only; the filter runs in the server.
+// Kind keeps records of kind k only; the filter runs in the server. k
+// must be a valid kind (see [records.Record.Validate]): a read with any
+// other k fails with a *records.FieldError.
 func Kind(k string) ReadOption { return func(o *readOpts) { o.kind = k } }
 
-// Act keeps records of act a only.
+// Act keeps records of act a only. a must be a valid act: a read with
+// any other a fails with a *records.FieldError.
 func Act(a string) ReadOption { return func(o *readOpts) { o.act = a } }
+
+// readOptions applies opts and validates the result.
+func readOptions(opts []ReadOption) (readOpts, error) {
+	var o readOpts
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o, o.validate()
+}
+
+// validate checks the kind and act filters against the rules of the
+// record format. The kind becomes tokens of the server's subject filter,
+// where "*" or ">" would match other kinds; a kind or act no record can
+// have would match nothing, silently.
+func (o readOpts) validate() error {
+	if o.kind != "" {
+		if err := records.CheckKind(o.kind); err != nil {
+			return fmt.Errorf("kind filter: %w", err)
+		}
+	}
+	if o.act != "" {
+		if err := records.CheckAct(o.act); err != nil {
+			return fmt.Errorf("act filter: %w", err)
+		}
+	}
+	return nil
+}
 
 func (o readOpts) filter(thread string) string {
 	if o.kind != "" {
@@ -278,13 +311,18 @@ const readPage = 256
 
 // Read yields the records of thread in clock order. A record that fails
 // verification is yielded as an error wrapping records.ErrCorrupt, and the
-// read goes on with the next one.
+// read goes on with the next one. An invalid Kind or Act filter is
+// yielded as the one error, a *records.FieldError.
+//
+// Options.Timeout (when ctx has no deadline) bounds each wait for the
+// server, never the time the caller's loop body takes.
 func (l *Log) Read(ctx context.Context, thread string, opts ...ReadOption) iter.Seq2[Entry, error] {
-	var o readOpts
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o, oerr := readOptions(opts)
 	return func(yield func(Entry, error) bool) {
+		if oerr != nil {
+			yield(Entry{}, fmt.Errorf("read %s: %w", thread, oerr))
+			return
+		}
 		cont := true
 		err := l.scan(ctx, o.filter(thread), o.from, 0, readPage, func(m stored) bool {
 			e, err := m.decode()
@@ -304,16 +342,19 @@ func (l *Log) Read(ctx context.Context, thread string, opts ...ReadOption) iter.
 }
 
 // Tail returns the last n records of thread (matching opts), in clock
-// order. Records that fail verification are skipped and reported in a
-// joined error next to the records that did verify.
+// order: with From(c), the last n of those at clock c or after. Records
+// that fail verification are skipped and reported in a joined error next
+// to the records that did verify. An invalid Kind or Act filter is a
+// *records.FieldError.
 func (l *Log) Tail(ctx context.Context, thread string, n int, opts ...ReadOption) ([]Entry, error) {
-	var o readOpts
-	for _, opt := range opts {
-		opt(&o)
+	o, err := readOptions(opts)
+	if err != nil {
+		return nil, fmt.Errorf("tail %s: %w", thread, err)
 	}
 	if n <= 0 {
 		return nil, nil
 	}
+	start := max(o.from, 1) // the first clock the answer may hold
 	filter := o.filter(thread)
 	lastMsg, err := l.get(ctx, getRequest{LastFor: filter})
 	if errors.Is(err, ErrNotFound) {
@@ -322,18 +363,22 @@ func (l *Log) Tail(ctx context.Context, thread string, n int, opts ...ReadOption
 	if err != nil {
 		return nil, err
 	}
+	if lastMsg.clock < start {
+		return nil, nil
+	}
 	if o.kind == "" && o.act == "" {
-		if es, ok := l.walkBack(ctx, lastMsg, n); ok {
+		if es, ok := l.walkBack(ctx, lastMsg, n, start); ok {
 			return es, nil
 		}
 	}
 	end := lastMsg.clock
-	// Widen a window back from the end until it holds n matches: a dense
-	// thread needs one round, a sparse one a few doublings.
+	// Widen a window back from the end until it holds n matches or
+	// reaches start: a dense thread needs one round, a sparse one a few
+	// doublings.
 	window := uint64(4 * n)
 	for {
-		from := uint64(1)
-		if end > window {
+		from := start
+		if end-start >= window {
 			from = end - window + 1
 		}
 		ring := make([]stored, 0, n)
@@ -357,7 +402,7 @@ func (l *Log) Tail(ctx context.Context, thread string, n int, opts ...ReadOption
 		if err != nil {
 			return nil, err
 		}
-		if count >= n || from == 1 {
+		if count >= n || from == start {
 			// Unroll the ring into clock order.
 			ordered := ring
 			if count > n {
@@ -370,15 +415,18 @@ func (l *Log) Tail(ctx context.Context, thread string, n int, opts ...ReadOption
 	}
 }
 
-// walkBack returns up to n records of a thread ending with last, in clock
-// order, by following the headers that say where the records before each
-// one are (HeaderPrevClock, HeaderPrevBack, HeaderBack): each round trip
-// fetches every record the newest one fetched names, its gets pipelined.
-// The records are decoded and verified on another goroutine meanwhile,
-// and the chain checked once all are in. It reports false when the chain
-// cannot be followed (a message without the headers, a record erased,
-// replaced or corrupt), and the caller scans instead.
-func (l *Log) walkBack(ctx context.Context, last stored, n int) ([]Entry, bool) {
+// walkBack returns up to n records of a thread at clock start or after,
+// ending with last, in clock order, by following the headers that say
+// where the records before each one are (HeaderPrevClock, HeaderPrevBack,
+// HeaderBack): each round trip fetches every record the newest one
+// fetched names, its gets pipelined. The records are decoded and verified
+// on another goroutine meanwhile, and the chain checked once all are in.
+// When the thread goes back past start, the walk fetches the first record
+// before start too, to check that the chain reaches it, and leaves it out
+// of the answer. It reports false when the chain cannot be followed (a
+// message without the headers, a record erased, replaced or corrupt), and
+// the caller scans instead.
+func (l *Log) walkBack(ctx context.Context, last stored, n int, start uint64) ([]Entry, bool) {
 	ms := make([]stored, n) // newest first
 	es := make([]Entry, n)
 	bad := make([]bool, n)
@@ -394,12 +442,20 @@ func (l *Log) walkBack(ctx context.Context, last stored, n int) ([]Entry, bool) 
 	ms[0] = last
 	work <- 0
 	got, ok := 1, true
-	for got < n {
+	for got < n && ms[got-1].clock >= start {
 		back := ancestorsOf(ms[got-1])
 		if len(back) == 0 {
 			break // the thread's first record, or no header: checked below
 		}
-		back = back[:min(len(back), n-got)]
+		// Those at start or after, then the one before start, if any.
+		k := 0
+		for k < len(back) && k < n-got && back[k] >= start {
+			k++
+		}
+		if k < len(back) && k < n-got {
+			k++
+		}
+		back = back[:k]
 		err := l.getEach(ctx, back, func(i int, m stored) {
 			ms[got+i] = m
 			work <- got + i
@@ -426,9 +482,14 @@ func (l *Log) walkBack(ctx context.Context, last stored, n int) ([]Entry, bool) 
 			if es[i+1].ID != prev {
 				return nil, false // the message at the prev clock is not prev
 			}
+		case es[i].Clock < start:
+			// The record before start: the chain reached it.
 		case got < n && !prev.IsZero():
 			return nil, false // the walk stopped before the thread's first record
 		}
+	}
+	if es[got-1].Clock < start {
+		es = es[:got-1]
 	}
 	slices.Reverse(es)
 	return es, true
@@ -489,8 +550,12 @@ func decodeAll(ms []stored) ([]Entry, error) {
 }
 
 // Latest returns the newest record of kind on thread: one last-by-subject
-// get, no scan. It returns ErrNotFound when there is none.
+// get, no scan. It returns ErrNotFound when there is none, and a
+// *records.FieldError when kind is not a valid kind.
 func (l *Log) Latest(ctx context.Context, thread, kind string) (Entry, error) {
+	if err := records.CheckKind(kind); err != nil {
+		return Entry{}, fmt.Errorf("latest of %s: %w", thread, err)
+	}
 	m, err := l.getLast(ctx, RecordSubject(thread, kind))
 	if err != nil {
 		return Entry{}, err

@@ -1,0 +1,251 @@
+package log
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spl-dev/spl/records"
+)
+
+// Options.Timeout bounds each wait for the server, not the time the
+// caller's loop body takes: a loop that dwells on a record past the
+// timeout still gets the rest of the page.
+func TestReadTimeoutSparesLoopBody(t *testing.T) {
+	const timeout = time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := Open(ctx, Options{Dir: t.TempDir(), Linger: time.Second, Timeout: timeout})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { l.Close() })
+	want := appendN(t, l, "th_slow", 20, func(i int) map[string]any { return map[string]any{"i": i} })
+	n := 0
+	// No deadline on the read's context: Options.Timeout applies.
+	for e, err := range l.Read(context.Background(), "th_slow") {
+		if err != nil {
+			t.Fatalf("Read after %d of %d records: %v", n, len(want), err)
+		}
+		if got, want := e.ID, want[n].ID; got != want {
+			t.Fatalf("record %d: %s, want %s", n, got, want)
+		}
+		if n == 0 {
+			time.Sleep(timeout + timeout/2) // the caller's own work
+		}
+		n++
+	}
+	if got, want := n, len(want); got != want {
+		t.Fatalf("read %d records, want %d", got, want)
+	}
+}
+
+// Tail with From(c) is the last n of the records Read with From(c)
+// yields: those at clock c or after, with the filters or without (the
+// walk back by headers, and the scan).
+func TestTailFrom(t *testing.T) {
+	l := openTest(t, "")
+	ctx := ctxT(t)
+	var mine []Entry
+	for i := range 12 {
+		appendN(t, l, "th_noise", 3, func(j int) map[string]any { return map[string]any{"j": j} })
+		mine = append(mine, appendN(t, l, "th_from", 1, func(int) map[string]any { return map[string]any{"i": i} })...)
+	}
+	read := func(opts ...ReadOption) []Entry {
+		var es []Entry
+		for e, err := range l.Read(ctx, "th_from", opts...) {
+			if err != nil {
+				t.Fatalf("Read: %v", err)
+			}
+			es = append(es, e)
+		}
+		return es
+	}
+	filters := map[string][]ReadOption{
+		"none": nil,
+		"kind": {Kind("agent.step")},
+		"act":  {Act(records.ActKnow)},
+	}
+	froms := []uint64{0, 1, mine[0].Clock, mine[5].Clock, mine[5].Clock - 1, mine[11].Clock, mine[11].Clock + 1}
+	for name, filter := range filters {
+		for _, from := range froms {
+			all := read(append([]ReadOption{From(from)}, filter...)...)
+			for _, n := range []int{1, 3, 7, 20} {
+				got, err := l.Tail(ctx, "th_from", n, append([]ReadOption{From(from)}, filter...)...)
+				if err != nil {
+					t.Fatalf("Tail(%d, From(%d), %s): %v", n, from, name, err)
+				}
+				want := all[max(0, len(all)-n):]
+				if err := sameEntries(got, want); err != nil {
+					t.Fatalf("Tail(%d, From(%d), filter %s): %v", n, from, name, err)
+				}
+			}
+		}
+	}
+	// The walk back by headers stops at From on its own: it need not fall
+	// back to a scan to honour it.
+	head, err := l.get(ctx, getRequest{LastFor: ThreadSubject("th_from")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{3, 7, 20} {
+		got, ok := l.walkBack(ctx, head, n, mine[5].Clock)
+		if !ok {
+			t.Fatalf("walkBack(%d, from %d) fell back to a scan", n, mine[5].Clock)
+		}
+		if err := sameEntries(got, mine[max(5, len(mine)-n):]); err != nil {
+			t.Fatalf("walkBack(%d, from %d): %v", n, mine[5].Clock, err)
+		}
+	}
+}
+
+func sameEntries(got, want []Entry) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%d records, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i].ID != want[i].ID || got[i].Clock != want[i].Clock {
+			return fmt.Errorf("record %d: %s@%d, want %s@%d", i, got[i].ID, got[i].Clock, want[i].ID, want[i].Clock)
+		}
+	}
+	return nil
+}
+
+// A kind or act filter breaking the record format's rules is refused with
+// the records package's *FieldError, naming the field: a kind becomes
+// subject tokens, where "*" and ">" would match other kinds.
+func TestReadRefusesInvalidFilter(t *testing.T) {
+	l := openTest(t, "")
+	ctx := ctxT(t)
+	appendN(t, l, "th_f", 2, func(i int) map[string]any { return map[string]any{"i": i} })
+	if _, err := l.Append(ctx, newRec(t, "th_f", "agent.note", map[string]any{"n": 1})); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what, field string, err error) {
+		t.Helper()
+		var fe *records.FieldError
+		if !errors.As(err, &fe) || fe.Field != field || !errors.Is(err, records.ErrInvalid) {
+			t.Fatalf("%s: err=%v, want a *records.FieldError for %q", what, err, field)
+		}
+	}
+	for _, kind := range []string{">", "*", "agent.*", "agent.>", "Bad.Kind", "agent..step", "agent.step.", "agent step"} {
+		var errs []error
+		for e, err := range l.Read(ctx, "th_f", Kind(kind)) {
+			if err == nil {
+				t.Fatalf("Read(Kind(%q)) yielded %s record at clock %d", kind, e.Record.Header.Kind, e.Clock)
+			}
+			errs = append(errs, err)
+		}
+		if len(errs) != 1 {
+			t.Fatalf("Read(Kind(%q)) yielded %d errors, want 1", kind, len(errs))
+		}
+		check(fmt.Sprintf("Read(Kind(%q))", kind), "kind", errs[0])
+		es, err := l.Tail(ctx, "th_f", 5, Kind(kind))
+		if len(es) != 0 {
+			t.Fatalf("Tail(Kind(%q)) returned %d records", kind, len(es))
+		}
+		check(fmt.Sprintf("Tail(Kind(%q))", kind), "kind", err)
+		_, err = l.Latest(ctx, "th_f", kind)
+		check(fmt.Sprintf("Latest(%q)", kind), "kind", err)
+	}
+	for _, act := range []string{"know", "K", "KNOW.*", ">"} {
+		for _, err := range l.Read(ctx, "th_f", Act(act)) {
+			check(fmt.Sprintf("Read(Act(%q))", act), "act", err)
+		}
+		_, err := l.Tail(ctx, "th_f", 5, Act(act))
+		check(fmt.Sprintf("Tail(Act(%q))", act), "act", err)
+	}
+	// Valid filters still read, the well-known kinds included.
+	es, err := l.Tail(ctx, "th_f", 5, Kind("agent.step"), Act(records.ActKnow))
+	if err != nil || len(es) != 2 {
+		t.Fatalf("Tail(agent.step, KNOW) = %d records, %v; want 2", len(es), err)
+	}
+	if _, err := l.Latest(ctx, "th_f", records.KindCheckpoint); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Latest(%s) = %v, want ErrNotFound", records.KindCheckpoint, err)
+	}
+}
+
+// A token file that holds no whole token is replaced, and the data
+// directory opens: an empty or short one (a crash between its creation
+// and its write), or one of zeros (a power loss before the write reached
+// the disk), a token anyone could guess.
+func TestOpenReplacesIncompleteToken(t *testing.T) {
+	for name, content := range map[string][]byte{
+		"empty": nil,
+		"short": []byte("0123abcd"),
+		"zeros": make([]byte, 48),
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, tokenFile)
+			if err := os.WriteFile(path, content, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			l := openTest(t, dir)
+			ctx := ctxT(t)
+			e, err := l.Append(ctx, newRec(t, "th_tok", "agent.step", map[string]any{"i": 1}))
+			if err != nil {
+				t.Fatalf("Append: %v", err)
+			}
+			tok, err := os.ReadFile(path)
+			if err != nil || !wholeToken(tok) {
+				t.Fatalf("token file = %q, %v; want a whole token", tok, err)
+			}
+			// A second process of the directory reads the same token and
+			// joins the first one's server.
+			other := openTest(t, dir)
+			if got, err := other.At(ctx, e.Clock); err != nil || got.ID != e.ID {
+				t.Fatalf("joined log: At(%d) = %v, %v", e.Clock, got.ID, err)
+			}
+		})
+	}
+}
+
+// Processes that race to create the token, or to replace an incomplete
+// one, all end with the token the file holds.
+func TestLoadTokenRace(t *testing.T) {
+	for name, content := range map[string][]byte{"missing": nil, "empty": {}} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), tokenFile)
+			if content != nil {
+				if err := os.WriteFile(path, content, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			const racers = 8
+			toks := make([]string, racers)
+			errs := make([]error, racers)
+			var wg sync.WaitGroup
+			for i := range racers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					toks[i], errs[i] = loadToken(path)
+				}()
+			}
+			wg.Wait()
+			file, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range racers {
+				if errs[i] != nil {
+					t.Fatalf("racer %d: %v", i, errs[i])
+				}
+				if !bytes.Equal([]byte(toks[i]), file) || !wholeToken(file) {
+					t.Fatalf("racer %d got token %q, the file holds %q", i, toks[i], file)
+				}
+			}
+			names, err := filepath.Glob(filepath.Join(filepath.Dir(path), "*"))
+			if err != nil || len(names) != 1 {
+				t.Fatalf("directory holds %v, want the token file only", names)
+			}
+		})
+	}
+}
