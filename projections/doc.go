@@ -125,7 +125,9 @@
 // newest activity first without a scan of the log or of the index. The
 // filters (actor, kind, since) apply on the way; since also ends the walk
 // at the first value stored well before it. Checkpoints pages the latest
-// checkpoints the same way.
+// checkpoints the same way. Values stored while a walk runs are read
+// forward from where it began and merged by key, newest first. A negative
+// offset or limit is a *records.FieldError.
 //
 // # Errors
 //

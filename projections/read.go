@@ -113,23 +113,25 @@ type ThreadFilter struct {
 // the clock of their newest record). It reads the threads bucket's stream
 // backwards: the stream keeps one message per thread, in the order of
 // their last change, so the newest come first and the walk stops as soon
-// as no thread further back can come before the ones found.
+// as no thread further back can come before the ones found. A negative
+// f.Limit is a *records.FieldError.
 func (rd *Reader) Threads(ctx context.Context, f ThreadFilter) ([]*Thread, error) {
+	if err := notNegative("limit", f.Limit); err != nil {
+		return nil, fmt.Errorf("threads: %w", err)
+	}
 	cutoff := int64(0)
 	if !f.Since.IsZero() {
 		cutoff = f.Since.UnixMilli()
 	}
-	var out []*Thread
-	err := rd.walk(ctx, ModelThreads, f.Limit, f.Since, func(data []byte) (uint64, uint64, error) {
+	out, err := walkModel(ctx, rd, ModelThreads, f.Limit, f.Since, func(data []byte) (*Thread, uint64, uint64, error) {
 		var t Thread
 		if err := json.Unmarshal(data, &t); err != nil {
-			return 0, 0, err
+			return nil, 0, 0, err
 		}
 		if (f.Actor != "" && t.Actors[f.Actor] == 0) || (f.Kind != "" && t.Kinds[f.Kind] == 0) || t.LastTS < cutoff {
-			return 0, t.AsOf, nil
+			return nil, 0, t.AsOf, nil
 		}
-		out = append(out, &t)
-		return t.Last, t.AsOf, nil
+		return &t, t.Last, t.AsOf, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("threads: %w", err)
@@ -153,8 +155,12 @@ type CheckpointFilter struct {
 
 // Checkpoints returns the latest checkpoint of every thread that matches
 // f, newest first (by clock), paged by f.Offset and f.Limit. It walks the
-// checkpoints bucket backwards as Threads walks the threads.
+// checkpoints bucket backwards as Threads walks the threads. A negative
+// f.Offset or f.Limit is a *records.FieldError.
 func (rd *Reader) Checkpoints(ctx context.Context, f CheckpointFilter) ([]*Checkpoint, error) {
+	if err := cmp.Or(notNegative("offset", f.Offset), notNegative("limit", f.Limit)); err != nil {
+		return nil, fmt.Errorf("checkpoints: %w", err)
+	}
 	cutoff := int64(0)
 	if !f.Since.IsZero() {
 		cutoff = f.Since.UnixMilli()
@@ -163,17 +169,15 @@ func (rd *Reader) Checkpoints(ctx context.Context, f CheckpointFilter) ([]*Check
 	if f.Limit > 0 {
 		want = f.Offset + f.Limit
 	}
-	var out []*Checkpoint
-	err := rd.walk(ctx, ModelCheckpoints, want, f.Since, func(data []byte) (uint64, uint64, error) {
+	out, err := walkModel(ctx, rd, ModelCheckpoints, want, f.Since, func(data []byte) (*Checkpoint, uint64, uint64, error) {
 		var c Checkpoint
 		if err := json.Unmarshal(data, &c); err != nil {
-			return 0, 0, err
+			return nil, 0, 0, err
 		}
 		if (f.Actor != "" && c.Actor != f.Actor) || c.TS < cutoff {
-			return 0, c.AsOf, nil
+			return nil, 0, c.AsOf, nil
 		}
-		out = append(out, &c)
-		return c.Clock, c.AsOf, nil
+		return &c, c.Clock, c.AsOf, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("checkpoints: %w", err)
@@ -196,66 +200,207 @@ func (rd *Reader) Checkpoints(ctx context.Context, f CheckpointFilter) ([]*Check
 	return out, nil
 }
 
+// notNegative returns a *records.FieldError when n, the value of field,
+// is negative.
+func notNegative(field string, n int) error {
+	if n < 0 {
+		return &records.FieldError{Field: field, Rule: fmt.Sprintf("must not be negative, got %d", n)}
+	}
+	return nil
+}
+
 // sinceSlack is how far before a Since cutoff a walk still reads: the
 // cutoff is on record times (set by the emitters), the walk's order on
 // when the projector stored the values (the server's clock).
 const sinceSlack = 10 * time.Minute
 
-// walk reads the values of model newest change first and calls fn with
-// each. fn returns the value's order (0: not selected) and its as-of
-// clock. The walk stops when want values are selected whose order is at
-// least the as-of clock of the value in hand (no value further back can
-// come before them: its order is at most its as-of clock, which is at most
-// that one), or, with since, at the first value stored well before it
-// (sinceSlack).
-func (rd *Reader) walk(ctx context.Context, model string, want int, since time.Time, fn func([]byte) (uint64, uint64, error)) error {
+// maxForwardReads bounds the batched gets (of up to 1,024 messages each)
+// that a walk spends on what was stored after it began (see walkModel).
+const maxForwardReads = 64
+
+// walkModel reads the values of model newest change first and returns the
+// ones decode selects, in no particular order. decode returns the value,
+// its order (0: not selected) and its as-of clock. The walk stops when
+// want values are selected whose order is at least the as-of clock of the
+// value in hand (no value further back can come before them: its order is
+// at most its as-of clock, which is at most that one), or, with since, at
+// the first value stored well before it (sinceSlack).
+//
+// The walk pages back from the stream's last sequence at its start, while
+// the projector may be writing: a key written meanwhile loses its message
+// below (the bucket keeps one per key) and gets one above, where the pages
+// do not look. So the walk then reads forward from its start to the
+// stream's end, again while the stream moves, taking each key's newest
+// message (a value not selected, or a delete, takes the key out); and if
+// that leaves fewer than want values at or above the as-of clock it
+// stopped at, it pages back on from there. The result holds every key
+// with its value as the walk last read it. When the writes do not pause,
+// the forward reads end after maxForwardReads batches: a key written
+// during the walk may then be missing, or have an older value than the
+// one stored last.
+func walkModel[T any](ctx context.Context, rd *Reader, model string, want int, since time.Time, decode func([]byte) (T, uint64, uint64, error)) ([]T, error) {
 	stream := rd.stream(model)
 	st, err := rd.log.JetStream().Stream(ctx, stream)
 	if err != nil {
-		return fmt.Errorf("bucket %s: %w", BucketName(rd.log.StreamName(), model), err)
+		return nil, fmt.Errorf("bucket %s: %w", BucketName(rd.log.StreamName(), model), err)
 	}
 	info := st.CachedInfo().State
 	window := uint64(1024)
 	if want > 0 {
 		window = uint64(min(max(2*want, 64), 1024))
 	}
-	var top topK // the largest orders of the selected values
-	top.k = want
-	for hi := info.LastSeq; hi >= info.FirstSeq && hi > 0; {
-		lo := max(info.FirstSeq, 1)
-		if hi-lo+1 > window {
-			lo = hi - window + 1
+	w := walker[T]{
+		rd: rd, stream: stream, want: want, since: since, decode: decode,
+		sel:    make(map[string]walked[T]),
+		top:    topK{k: want},
+		first:  max(info.FirstSeq, 1),
+		hi:     info.LastSeq,
+		window: window,
+		next:   info.LastSeq + 1,
+	}
+	// Each round reads forward at least once until the forward reads are
+	// spent; after that, nothing changes the selection between where the
+	// walk back stops and the check that ends the rounds.
+	for {
+		if err := w.back(ctx); err != nil {
+			return nil, err
 		}
-		ms, _, err := rd.d.batch(ctx, stream, getRequest{Seq: lo, Batch: int(hi - lo + 1)})
+		if err := w.forward(ctx); err != nil {
+			return nil, err
+		}
+		if w.hi < w.first {
+			break // the walk back is done
+		}
+		// The walk back stopped early: does the stop still hold with
+		// what the forward reads changed?
+		w.top = topK{k: want}
+		for _, v := range w.sel {
+			w.top.add(v.order)
+		}
+		if w.enough(w.stopAsOf) {
+			break
+		}
+	}
+	out := make([]T, 0, len(w.sel))
+	for _, v := range w.sel {
+		out = append(out, v.v)
+	}
+	return out, nil
+}
+
+// walked is a value a walk selected.
+type walked[T any] struct {
+	seq   uint64 // of its message in the bucket's stream
+	order uint64
+	v     T
+}
+
+// walker is the state of walkModel.
+type walker[T any] struct {
+	rd     *Reader
+	stream string
+	want   int
+	since  time.Time
+	decode func([]byte) (T, uint64, uint64, error)
+
+	sel      map[string]walked[T] // the selected values, by subject
+	top      topK                 // the largest orders in sel
+	first    uint64               // the stream's first sequence when the walk began
+	hi       uint64               // the backward walk reads at and below it next; below first: done
+	window   uint64               // messages the backward walk gets at once
+	stopAsOf uint64               // the as-of clock of the value it last stopped at
+	next     uint64               // the forward reads start there
+	reads    int                  // forward reads done
+}
+
+// back pages backwards from w.hi until it may stop, and leaves w.hi
+// below w.first when nothing further back can be selected.
+func (w *walker[T]) back(ctx context.Context) error {
+	for w.hi >= w.first {
+		lo := w.first
+		if w.hi-lo+1 > w.window {
+			lo = w.hi - w.window + 1
+		}
+		ms, _, err := w.rd.d.batch(ctx, w.stream, getRequest{Seq: lo, Batch: int(w.hi - lo + 1)})
 		if err != nil {
 			return err
 		}
 		for i := len(ms) - 1; i >= 0; i-- {
 			m := ms[i]
-			if m.seq > hi || m.deleted() {
+			if m.seq > w.hi || m.deleted() {
 				continue
 			}
-			if !since.IsZero() && m.time.Before(since.Add(-sinceSlack)) {
+			if !w.since.IsZero() && m.time.Before(w.since.Add(-sinceSlack)) {
+				w.hi = 0
 				return nil
 			}
-			order, asOf, err := fn(m.data)
+			order, asOf, err := w.merge(m)
 			if err != nil {
-				return fmt.Errorf("decode %s: %w", m.subject, err)
+				return err
 			}
 			if order > 0 {
-				top.add(order)
+				w.top.add(order)
 			}
-			if want > 0 && len(top.h) == want && top.h[0] >= asOf {
+			if w.enough(asOf) {
+				w.hi, w.stopAsOf = m.seq-1, asOf
 				return nil
 			}
 		}
-		if lo <= max(info.FirstSeq, 1) {
-			return nil
-		}
-		hi = lo - 1
-		window = min(2*window, 4096)
+		w.hi = lo - 1
+		w.window = min(2*w.window, 4096)
 	}
 	return nil
+}
+
+// forward reads what was stored from w.next on, to the stream's end or
+// until the walk has spent its forward reads.
+func (w *walker[T]) forward(ctx context.Context) error {
+	for w.reads < maxForwardReads {
+		w.reads++
+		ms, pending, err := w.rd.d.batch(ctx, w.stream, getRequest{Seq: w.next, Batch: 1024})
+		if err != nil {
+			return err
+		}
+		for _, m := range ms {
+			if _, _, err := w.merge(m); err != nil {
+				return err
+			}
+			w.next = m.seq + 1
+		}
+		if len(ms) == 0 || pending == 0 {
+			return nil
+		}
+	}
+	return nil
+}
+
+// merge takes m into the selection, unless the selection holds a newer
+// message of its key, and returns its value's order (0: not selected or
+// not taken) and as-of clock (0 for a delete).
+func (w *walker[T]) merge(m message) (uint64, uint64, error) {
+	var v T
+	var order, asOf uint64
+	if !m.deleted() {
+		var err error
+		if v, order, asOf, err = w.decode(m.data); err != nil {
+			return 0, 0, fmt.Errorf("decode %s: %w", m.subject, err)
+		}
+	}
+	if old, ok := w.sel[m.subject]; ok && old.seq > m.seq {
+		return 0, asOf, nil
+	}
+	if order == 0 {
+		delete(w.sel, m.subject)
+	} else {
+		w.sel[m.subject] = walked[T]{seq: m.seq, order: order, v: v}
+	}
+	return order, asOf, nil
+}
+
+// enough reports whether want values are selected whose order is at least
+// asOf.
+func (w *walker[T]) enough(asOf uint64) bool {
+	return w.want > 0 && len(w.top.h) == w.want && w.top.h[0] >= asOf
 }
 
 // topK keeps the k largest numbers added, in a min-heap: h[0] is the k-th

@@ -141,13 +141,13 @@ func TestThreadsStopsEarly(t *testing.T) {
 	ctx, cancel := context.WithTimeout(ctxT(t), 10*time.Second)
 	defer cancel()
 	visited := 0
-	if err := NewReader(l).walk(ctx, ModelThreads, 5, time.Time{}, func(b []byte) (uint64, uint64, error) {
+	if _, err := walkModel(ctx, NewReader(l), ModelThreads, 5, time.Time{}, func(b []byte) (struct{}, uint64, uint64, error) {
 		visited++
 		var th Thread
 		if err := json.Unmarshal(b, &th); err != nil {
-			return 0, 0, err
+			return struct{}{}, 0, 0, err
 		}
-		return th.Last, th.AsOf, nil
+		return struct{}{}, th.Last, th.AsOf, nil
 	}); err != nil {
 		t.Fatal(err)
 	}

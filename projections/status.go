@@ -68,21 +68,27 @@ func (r *Runtime) Wait(ctx context.Context, clock uint64) error {
 	moved, unsub := r.notify(r.posKey())
 	defer unsub()
 	ls := r.newLease()
-	var pos position
+	var pos position // the last position read: what the error reports
 	var holder string
-	var err error
 	for {
-		if pos, _, err = r.readPosition(ctx); err != nil && ctx.Err() == nil {
+		p, _, err := r.readPosition(ctx)
+		if err != nil && ctx.Err() == nil {
 			return fmt.Errorf("spl/projections: %s: %w", r.Name(), err)
 		}
-		if err == nil && !pos.Reset && pos.Clock >= clock {
-			return nil
+		if err == nil {
+			if !p.Reset && p.Clock >= clock {
+				return nil
+			}
+			pos = p
 		}
 		if ctx.Err() != nil {
 			break
 		}
 		v, rev, err := ls.read(ctx)
-		if err != nil && ctx.Err() == nil {
+		if err != nil {
+			if ctx.Err() != nil {
+				break // keep the holder read before
+			}
 			return fmt.Errorf("spl/projections: %s: %w", r.Name(), err)
 		}
 		holder = ""
@@ -93,8 +99,11 @@ func (r *Runtime) Wait(ctx context.Context, clock uint64) error {
 			err := r.CatchUp(ctx, clock)
 			switch {
 			case err == nil:
-				if p, _, err := r.readPosition(ctx); err == nil && !p.Reset && p.Clock >= clock {
-					return nil
+				if p, _, err := r.readPosition(ctx); err == nil {
+					if !p.Reset && p.Clock >= clock {
+						return nil
+					}
+					pos = p
 				}
 				// The clock is not in the log yet: wait for it below.
 			case errors.Is(err, ErrBusy), ctx.Err() != nil:
