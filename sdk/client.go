@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
@@ -31,8 +32,10 @@ var (
 	// ErrNoActor reports that an emit named no actor and the client has no
 	// default (WithActor or SPL_ACTOR).
 	ErrNoActor = errors.New("spl/sdk: no actor: set --actor, SPL_ACTOR or WithActor")
-	// ErrClosed reports a call on a closed Client.
-	ErrClosed = errors.New("spl/sdk: client closed")
+	// ErrClosed reports a call on a closed Client. It is the log's
+	// sentinel (log.ErrClosed), so that errors.Is(err, ErrClosed) holds
+	// whether the client or its log noticed the close.
+	ErrClosed = splog.ErrClosed
 )
 
 // Option configures a Client.
@@ -113,9 +116,11 @@ type Client struct {
 	// Write-behind state of EmitAsync.
 	life     context.Context // bounds queued appends; cancelled by Close
 	cancel   context.CancelFunc
-	slots    chan struct{} // one token per queued record
-	queue    chan *Pending // FIFO handed to the reaper
-	reaped   chan struct{} // closed when the reaper exits
+	slots    chan struct{}  // one token per queued record
+	turn     chan struct{}  // held while handing a record to the log; Close keeps it
+	closing  chan struct{}  // closed when Close begins
+	queue    chan submitted // FIFO handed to the reaper, in the log's order
+	reaped   chan struct{}  // closed when the reaper exits
 	mu       sync.Mutex
 	cond     *sync.Cond
 	queued   uint64 // records handed to the queue
@@ -163,11 +168,13 @@ func open(ctx context.Context, cfg config, lo splog.Options) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{
-		log:    l,
-		cfg:    cfg,
-		slots:  make(chan struct{}, cfg.queueSize),
-		queue:  make(chan *Pending, cfg.queueSize),
-		reaped: make(chan struct{}),
+		log:     l,
+		cfg:     cfg,
+		slots:   make(chan struct{}, cfg.queueSize),
+		turn:    make(chan struct{}, 1),
+		closing: make(chan struct{}),
+		queue:   make(chan submitted, cfg.queueSize),
+		reaped:  make(chan struct{}),
 	}
 	c.cond = sync.NewCond(&c.mu)
 	c.life, c.cancel = context.WithCancel(context.Background())
@@ -201,6 +208,11 @@ func (c *Client) Emit(ctx context.Context, ev Event) (Receipt, error) {
 	if err != nil {
 		return Receipt{}, err
 	}
+	if c.isClosing() {
+		// Checked here, not left to the log: its Submit may still queue
+		// a record after its writer has stopped, and then wait for ctx.
+		return Receipt{}, ErrClosed
+	}
 	e, err := c.log.Append(ctx, rec)
 	if err != nil {
 		return Receipt{}, err
@@ -226,9 +238,11 @@ func (p *Pending) Wait(ctx context.Context) (Receipt, error) {
 }
 
 // EmitAsync validates ev and queues it (write-behind). It blocks while the
-// queue is full (back-pressure) until there is room or ctx is done. The
-// append itself is bounded by the client's life, not by ctx: Close waits
-// for it, up to the close timeout.
+// queue is full (back-pressure), and while the log's own queue is, until
+// there is room or ctx is done. The append itself is bounded by the
+// client's life, not by ctx: Close waits for it, up to the close timeout.
+// Only when ctx ends just as the record is handed over may the append
+// fail for it; the Pending says so.
 func (c *Client) EmitAsync(ctx context.Context, ev Event) (*Pending, error) {
 	rec, err := c.record(ev)
 	if err != nil {
@@ -238,32 +252,114 @@ func (c *Client) EmitAsync(ctx context.Context, ev Event) (*Pending, error) {
 	case c.slots <- struct{}{}:
 	case <-ctx.Done():
 		return nil, fmt.Errorf("spl/sdk: emit: queue full: %w", ctx.Err())
+	case <-c.closing:
+		return nil, ErrClosed
 	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	// One record at a time is handed to the log, in turn, so that the
+	// reaper's queue is in the log's order. The turn is not c.mu: waiting
+	// for it, like the hand-over, ends with ctx, and Flush and the reaper
+	// never wait behind a hand-over.
+	select {
+	case c.turn <- struct{}{}:
+	case <-ctx.Done():
+		<-c.slots
+		return nil, fmt.Errorf("spl/sdk: emit: queue full: %w", ctx.Err())
+	case <-c.closing:
 		<-c.slots
 		return nil, ErrClosed
 	}
-	p, err := c.log.Submit(c.life, rec)
+	s, err := c.submit(ctx, rec)
 	if err != nil {
-		c.mu.Unlock()
+		<-c.turn
 		<-c.slots
 		return nil, err
 	}
+	c.mu.Lock()
 	c.queued++
-	c.queue <- &Pending{p: p} // never blocks: the queue has a slot per token
+	c.queue <- s // never blocks: the queue has a slot per token
 	c.mu.Unlock()
-	return &Pending{p: p}, nil
+	<-c.turn
+	return &Pending{p: s.p}, nil
+}
+
+// submitted is a record handed to the log, as the reaper sees it.
+type submitted struct {
+	p       *splog.Pending
+	release context.CancelFunc // frees the append's context once it is done; may be nil
+}
+
+// submit hands rec to the log, waiting while the log's queue is full until
+// ctx or the client's life ends. The append is bounded by the client's
+// life only: its context ends with ctx while the hand-over waits, and not
+// after.
+func (c *Client) submit(ctx context.Context, rec *records.Record) (submitted, error) {
+	if c.isClosing() {
+		return submitted{}, ErrClosed
+	}
+	if ctx.Done() == nil {
+		p, err := c.log.Submit(c.life, rec)
+		if err != nil && c.life.Err() != nil {
+			return submitted{}, ErrClosed
+		}
+		return submitted{p: p}, err
+	}
+	actx, cancel := context.WithCancelCause(c.life)
+	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	p, err := c.log.Submit(actx, rec)
+	if stop() || err != nil {
+		if err != nil {
+			cancel(nil)
+			switch {
+			case c.life.Err() != nil:
+				return submitted{}, ErrClosed
+			case ctx.Err() != nil:
+				return submitted{}, fmt.Errorf("spl/sdk: emit: log queue full: %w", ctx.Err())
+			}
+			return submitted{}, err
+		}
+		return submitted{p: p, release: func() { cancel(nil) }}, nil
+	}
+	// ctx ended just as the record was handed over, and ended the
+	// append's context with it. Hand the same record over again, bound
+	// by the client's life only: the log appends it once (the writer
+	// fails the first copy before sending it, or answers the second
+	// with the first's entry).
+	cancel(nil)
+	p, err = c.log.Submit(c.life, rec)
+	if err != nil && c.life.Err() != nil {
+		return submitted{}, ErrClosed
+	}
+	return submitted{p: p}, err
+}
+
+// stream is the log's stream, for the reads the log does not wrap; on a
+// closed client, ErrClosed.
+func (c *Client) stream(ctx context.Context) (jetstream.Stream, error) {
+	if c.isClosing() {
+		return nil, ErrClosed
+	}
+	return c.log.JetStream().Stream(ctx, c.log.StreamName())
+}
+
+func (c *Client) isClosing() bool {
+	select {
+	case <-c.closing:
+		return true
+	default:
+		return false
+	}
 }
 
 // reap waits for queued records in order, freeing their queue slots and
 // noting failures for Close.
 func (c *Client) reap() {
 	defer close(c.reaped)
-	for p := range c.queue {
-		<-p.p.Done()
-		_, err := p.p.Wait(context.Background())
+	for s := range c.queue {
+		<-s.p.Done()
+		_, err := s.p.Wait(context.Background())
+		if s.release != nil {
+			s.release()
+		}
 		<-c.slots
 		c.mu.Lock()
 		c.finished++
@@ -284,17 +380,17 @@ func (c *Client) Flush(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	failed := c.failed
+	ue := failedError(c.failed)
 	c.failed = nil
-	return failedError(failed)
+	if ue == nil {
+		return nil
+	}
+	return ue
 }
 
 // wait blocks until the reaper has seen every record queued before the
 // call finish, or ctx is done.
 func (c *Client) wait(ctx context.Context) error {
-	c.mu.Lock()
-	target := c.queued
-	c.mu.Unlock()
 	stop := context.AfterFunc(ctx, func() {
 		c.mu.Lock()
 		c.cond.Broadcast()
@@ -303,6 +399,7 @@ func (c *Client) wait(ctx context.Context) error {
 	defer stop()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	target := c.queued
 	for c.finished < target {
 		if ctx.Err() != nil {
 			return fmt.Errorf("spl/sdk: flush: %d records not yet durable: %w", target-c.finished, ctx.Err())
@@ -316,17 +413,28 @@ func (c *Client) wait(ctx context.Context) error {
 type UnlandedError struct {
 	Count int   // how many records did not land
 	First error // why the first of them did not
+	// Timeout, from Close only, is why Close stopped waiting for the
+	// records (its close timeout) and failed those still queued.
+	Timeout error
 }
 
 // Error implements error.
 func (e *UnlandedError) Error() string {
+	if e.Timeout != nil {
+		return fmt.Sprintf("spl/sdk: %d queued records did not land (%v); first: %v", e.Count, e.Timeout, e.First)
+	}
 	return fmt.Sprintf("spl/sdk: %d queued records did not land; first: %v", e.Count, e.First)
 }
 
-// Unwrap returns the first failure.
-func (e *UnlandedError) Unwrap() error { return e.First }
+// Unwrap returns the first failure and, from Close, the timeout.
+func (e *UnlandedError) Unwrap() []error {
+	if e.Timeout != nil {
+		return []error{e.First, e.Timeout}
+	}
+	return []error{e.First}
+}
 
-func failedError(failed []error) error {
+func failedError(failed []error) *UnlandedError {
 	if len(failed) == 0 {
 		return nil
 	}
@@ -334,7 +442,8 @@ func failedError(failed []error) error {
 }
 
 // Close flushes within the close timeout and releases the log. Records that
-// did not land are reported in the error, an *UnlandedError.
+// did not land are reported in the error, an *UnlandedError; an error
+// closing the log is joined to it.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -342,27 +451,49 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closed = true
+	close(c.closing)
 	c.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.closeTimeout)
-	werr := c.wait(ctx)
-	cancel()
-	c.cancel() // what is still queued fails now, and is counted below
+	defer cancel()
+	// Take the turn for good, so that nothing is queued from now on: a
+	// hand-over under way ends when it gets room, or when the timeout
+	// fails it.
+	select {
+	case c.turn <- struct{}{}:
+	case <-ctx.Done():
+		c.cancel()
+		c.turn <- struct{}{}
+	}
 	close(c.queue)
-	<-c.reaped
+	werr := c.wait(ctx)
+	c.cancel() // what is still queued fails now, and is counted below
+	// The log's writer finishes every record handed to it before its
+	// Close returns (failing those whose context the cancel ended), so
+	// the reaper has only bookkeeping left after it.
+	lerr := c.log.Close()
+	if lerr != nil {
+		lerr = fmt.Errorf("spl/sdk: close log: %w", lerr)
+	}
+	reaped := time.NewTimer(c.cfg.closeTimeout)
+	defer reaped.Stop()
+	select {
+	case <-c.reaped:
+	case <-reaped.C:
+		lerr = errors.Join(lerr, errors.New("spl/sdk: close: queued records still unaccounted for after the log closed"))
+	}
 	c.mu.Lock()
-	failed := c.failed
+	ue := failedError(c.failed)
 	c.failed = nil
 	c.mu.Unlock()
-	err := failedError(failed)
-	var ue *UnlandedError
-	if errors.As(err, &ue) && werr != nil {
-		ue.First = fmt.Errorf("%w (first failure: %v)", werr, ue.First)
+	if ue == nil {
+		return lerr
 	}
-	if lerr := c.log.Close(); lerr != nil && err == nil {
-		err = lerr
+	ue.Timeout = werr
+	if lerr != nil {
+		return errors.Join(ue, lerr)
 	}
-	return err
+	return ue
 }
 
 // QueryOption narrows QueryThread.

@@ -308,7 +308,7 @@ func (c *Client) Record(ctx context.Context, id records.ID, thread string) (Reco
 // verification when it decodes.
 func (c *Client) unverified(ctx context.Context, id records.ID, ce *splog.CorruptError) Record {
 	r := Record{ID: id, Clock: ce.Clock}
-	s, err := c.log.JetStream().Stream(ctx, c.log.StreamName())
+	s, err := c.stream(ctx)
 	if err != nil {
 		return r
 	}
@@ -325,7 +325,7 @@ func (c *Client) unverified(ctx context.Context, id records.ID, ce *splog.Corrup
 // claimants returns the clocks of the messages under filter whose id
 // header is id, reading headers only.
 func (c *Client) claimants(ctx context.Context, filter string, id records.ID) ([]uint64, error) {
-	s, err := c.log.JetStream().Stream(ctx, c.log.StreamName())
+	s, err := c.stream(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("stream: %w", err)
 	}

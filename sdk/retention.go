@@ -17,7 +17,7 @@ import (
 
 // RetentionThread is the reserved thread that holds the retention policy
 // of all threads (scope "all"). A thread's own policy is on the thread.
-const RetentionThread = "spl/retention"
+const RetentionThread = records.RetentionThread
 
 // ReasonRetention is the reason of the erasure records retention appends.
 const ReasonRetention = "retention"
@@ -218,39 +218,72 @@ func (c *Client) ApplyRetention(ctx context.Context, actor string) ([]RetentionR
 	if err != nil {
 		return nil, err
 	}
-	var out []RetentionResult
+	// One thread whose policy or checkpoints cannot be read does not
+	// stop retention on the others: its error (which names it) is joined
+	// to the rest.
+	var (
+		out  []RetentionResult
+		errs []error
+	)
 	for _, t := range threads {
 		res, err := c.enforceRetention(ctx, t, actor)
 		if err != nil {
-			return out, err
+			errs = append(errs, err)
 		}
 		if res.Policy.KeepLast > 0 {
 			out = append(out, res)
 		}
 	}
-	return out, nil
+	return out, errors.Join(errs...)
 }
 
 // enforceRetention erases the checkpoints of thread its policy does not
 // keep. Without a policy it does nothing (a zero Policy in the result).
 func (c *Client) enforceRetention(ctx context.Context, thread, actor string) (RetentionResult, error) {
-	res := RetentionResult{Thread: thread}
-	p, err := c.policies.get(thread, func() (RetentionPolicy, error) { return c.RetentionFor(ctx, thread) })
+	read := func() (RetentionPolicy, error) { return c.RetentionFor(ctx, thread) }
+	p, cached, err := c.policies.get(thread, read)
 	if errors.Is(err, ErrNotFound) {
-		return res, nil
+		return RetentionResult{Thread: thread}, nil
 	}
 	if err != nil {
+		return RetentionResult{Thread: thread}, err
+	}
+	now := time.Now()
+	res, drop, err := c.plan(ctx, thread, p, now)
+	if err == nil && len(drop) > 0 && cached {
+		// Erasure cannot be undone, and a cached policy may be stale: a
+		// newer policy of the thread, or a thread policy set since the
+		// policy of all threads was read, may keep more. So before
+		// erasing on the strength of the cache, read the policy afresh.
+		// This costs the two gets the cache saves, but only on a save
+		// that erases, which also reads every checkpoint of the thread
+		// and appends an erasure record.
+		p, err = c.policies.refresh(thread, read)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return RetentionResult{Thread: thread}, nil
+		case err != nil:
+			return RetentionResult{Thread: thread}, err
+		case p.ID != res.Policy.ID:
+			res, drop, err = c.plan(ctx, thread, p, now)
+		}
+	}
+	if err != nil || len(drop) == 0 {
 		return res, err
 	}
-	res.Policy = p
-	return c.enforce(ctx, res, actor, time.Now())
+	er, err := c.erase(ctx, thread, actor, drop, ReasonRetention, MaxErasureTargets)
+	res.Erased, res.Erasures = er.Erased, er.Erasures
+	if err != nil {
+		return res, fmt.Errorf("retention of %q: %w", thread, err)
+	}
+	return res, nil
 }
 
-// enforce erases the checkpoints of res.Thread that res.Policy does not
-// keep at now. It never erases what it cannot read: a checkpoint that
-// does not verify or decode is left alone.
-func (c *Client) enforce(ctx context.Context, res RetentionResult, actor string, now time.Time) (RetentionResult, error) {
-	thread, p := res.Thread, res.Policy
+// plan returns the checkpoints of thread that policy p does not keep at
+// now, and the result so far. It never drops what it cannot read: a
+// checkpoint that does not verify or decode is left alone.
+func (c *Client) plan(ctx context.Context, thread string, p RetentionPolicy, now time.Time) (RetentionResult, []records.ID, error) {
+	res := RetentionResult{Thread: thread, Policy: p}
 	var cps []splog.Entry
 	for e, err := range c.log.Read(ctx, thread, splog.Kind(records.KindCheckpoint)) {
 		if errors.Is(err, records.ErrCorrupt) {
@@ -258,13 +291,13 @@ func (c *Client) enforce(ctx context.Context, res RetentionResult, actor string,
 			continue
 		}
 		if err != nil {
-			return res, fmt.Errorf("retention of %q: read checkpoints: %w", thread, err)
+			return res, nil, fmt.Errorf("retention of %q: read checkpoints: %w", thread, err)
 		}
 		cps = append(cps, e)
 	}
 	pinned, err := c.pinned(ctx, thread)
 	if err != nil {
-		return res, fmt.Errorf("retention of %q: %w", thread, err)
+		return res, nil, fmt.Errorf("retention of %q: %w", thread, err)
 	}
 	var drop []records.ID
 	for i, e := range cps {
@@ -281,15 +314,7 @@ func (c *Client) enforce(ctx context.Context, res RetentionResult, actor string,
 			drop = append(drop, e.ID)
 		}
 	}
-	if len(drop) == 0 {
-		return res, nil
-	}
-	er, err := c.erase(ctx, thread, actor, drop, ReasonRetention, MaxErasureTargets)
-	res.Erased, res.Erasures = er.Erased, er.Erasures
-	if err != nil {
-		return res, fmt.Errorf("retention of %q: %w", thread, err)
-	}
-	return res, nil
+	return res, drop, nil
 }
 
 // pinned returns the ids the core.pin records of thread pin, each with
@@ -366,7 +391,7 @@ func (c *Client) Pin(ctx context.Context, thread, actor string, id records.ID, r
 // threadsWith lists, sorted, the threads that hold records of kind, from
 // the stream's per-subject counts (no record is read).
 func (c *Client) threadsWith(ctx context.Context, kind string) ([]string, error) {
-	s, err := c.log.JetStream().Stream(ctx, c.log.StreamName())
+	s, err := c.stream(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("stream: %w", err)
 	}
@@ -388,9 +413,11 @@ func (c *Client) threadsWith(ctx context.Context, kind string) ([]string, error)
 }
 
 // policyTTL bounds how long the save path of a client trusts what it last
-// read of a thread's retention policy. Reading it costs two gets per save;
-// a policy changes rarely, and a save that missed a new policy leaves
-// nothing the next save or spl retention apply does not erase.
+// read of a thread's retention policy. Reading it costs two gets per save,
+// and a policy changes rarely. A save that missed a new, stricter policy
+// leaves what the next save or spl retention apply erases; a save never
+// erases on the strength of a cached policy without reading it afresh
+// (enforceRetention), since a new policy may keep more.
 const policyTTL = 2 * time.Second
 
 // policyCache is what a client's saves last read of each thread's policy.
@@ -405,16 +432,22 @@ type cachedPolicy struct {
 	at  time.Time
 }
 
-// get returns thread's policy, from the cache while it is fresh, else from
-// read.
-func (pc *policyCache) get(thread string, read func() (RetentionPolicy, error)) (RetentionPolicy, error) {
-	now := time.Now()
+// get returns thread's policy, from the cache while it is fresh (cached
+// true), else from read.
+func (pc *policyCache) get(thread string, read func() (RetentionPolicy, error)) (p RetentionPolicy, cached bool, err error) {
 	pc.mu.Lock()
 	e, ok := pc.m[thread]
 	pc.mu.Unlock()
-	if ok && now.Sub(e.at) < policyTTL {
-		return e.p, e.err
+	if ok && time.Since(e.at) < policyTTL {
+		return e.p, true, e.err
 	}
+	p, err = pc.refresh(thread, read)
+	return p, false, err
+}
+
+// refresh reads thread's policy with read and caches what it found.
+func (pc *policyCache) refresh(thread string, read func() (RetentionPolicy, error)) (RetentionPolicy, error) {
+	now := time.Now()
 	p, err := read()
 	if err == nil || errors.Is(err, ErrNotFound) {
 		pc.mu.Lock()
