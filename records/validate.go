@@ -144,6 +144,16 @@ func actRule(act string) string {
 	return ""
 }
 
+// CheckThread reports whether thread follows the rule of the header field
+// "thread" (1-256 bytes of UTF-8, no control characters): nil, or a
+// *FieldError with Field "thread".
+func CheckThread(thread string) error {
+	if rule := threadRule(thread); rule != "" {
+		return &FieldError{Field: "thread", Rule: rule}
+	}
+	return nil
+}
+
 func kindRule(kind string) string {
 	switch {
 	case len(kind) > maxKindLen:

@@ -227,7 +227,7 @@ func TestValidateHeaderVersion(t *testing.T) {
 	}
 }
 
-func TestCheckKindAndAct(t *testing.T) {
+func TestCheckHeaderFields(t *testing.T) {
 	for _, k := range []string{"agent.step", KindCheckpoint, "a"} {
 		if err := CheckKind(k); err != nil {
 			t.Errorf("CheckKind(%q) = %v", k, err)
@@ -238,6 +238,15 @@ func TestCheckKindAndAct(t *testing.T) {
 		if err := CheckKind(k); !errors.As(err, &fe) || fe.Field != "kind" || !errors.Is(err, ErrInvalid) {
 			t.Errorf("CheckKind(%q) = %v, want a field error on kind", k, err)
 		}
+	}
+	for _, th := range []string{"", strings.Repeat("a", 257), "a\x01b", "a\xffb"} {
+		var fe *FieldError
+		if err := CheckThread(th); !errors.As(err, &fe) || fe.Field != "thread" {
+			t.Errorf("CheckThread(%q) = %v, want a field error on thread", th, err)
+		}
+	}
+	if err := CheckThread("spl/retention"); err != nil {
+		t.Errorf("CheckThread(spl/retention) = %v", err)
 	}
 	if err := CheckAct(ActLearn); err != nil {
 		t.Errorf("CheckAct(LEARN) = %v", err)

@@ -8,6 +8,14 @@ import (
 	"github.com/spl-dev/spl/records"
 )
 
+// TimeLayout is the layout of every time in the JSON forms (the spl
+// command's --json output and the HTTP API of spl serve): RFC 3339 in UTC
+// with exactly three fractional digits, the milliseconds a record's ts
+// holds, "2026-11-21T23:46:52.100Z". Unlike time.RFC3339Nano it keeps
+// trailing zeros, so every time has the same shape. Format times in UTC
+// with it (t.UTC().Format(TimeLayout)) to get the "Z".
+const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
 // RecordJSON is the JSON form of a stored record: the one the spl
 // command prints with --json and the HTTP API of spl serve answers with.
 // Its field names are part of both contracts.
@@ -18,7 +26,7 @@ type RecordJSON struct {
 	Act    string          `json:"act"`
 	Kind   string          `json:"kind"`
 	Actor  string          `json:"actor"`
-	Time   string          `json:"time"` // RFC 3339 with nanoseconds, UTC
+	Time   string          `json:"time"` // UTC, in TimeLayout
 	TS     int64           `json:"ts"`   // Unix milliseconds
 	Prev   *string         `json:"prev"` // null on the first record of a thread
 	Body   json.RawMessage `json:"body"`
@@ -49,7 +57,7 @@ func NewRecordJSON(id records.ID, clock uint64, r *records.Record) (RecordJSON, 
 		Act:    h.Act,
 		Kind:   h.Kind,
 		Actor:  h.Actor,
-		Time:   time.UnixMilli(h.TS).UTC().Format(time.RFC3339Nano),
+		Time:   time.UnixMilli(h.TS).UTC().Format(TimeLayout),
 		TS:     h.TS,
 		Body:   body,
 	}

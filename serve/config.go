@@ -213,7 +213,7 @@ func (c Config) checkAddr(field, addr string) error {
 		return configErr(field, "port must be 0 to 65535, got %q", port)
 	}
 	if !c.AllowRemote && !isLoopback(host) {
-		return configErr(field, "%q is not a loopback address; listening on it needs AllowRemote (--allow-remote)", host)
+		return configErr(field, "%q is not a loopback address; listening on it needs AllowRemote", host)
 	}
 	return nil
 }

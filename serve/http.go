@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,8 +23,9 @@ import (
 
 // Limits of the HTTP API.
 const (
-	defaultLimit = 1000  // records of one query page
-	maxLimit     = 10000 // records of one query page, at most
+	defaultLimit = 1000      // records of one query page
+	maxLimit     = 10000     // records of one query page, at most
+	maxClock     = 1<<63 - 1 // the largest clock a query names
 )
 
 // routes is the HTTP API. docs/http-api.yaml describes it.
@@ -36,7 +38,52 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/threads/{thread}/events", s.handleTail)
 	mux.HandleFunc("GET /healthz", s.handleHealth)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
-	return s.instrument(mux)
+	return s.instrument(jsonMux{mux})
+}
+
+// jsonMux is a ServeMux whose own answers are JSON error answers, as every
+// error answer of the API is: 404 for a path no route has, 405 (with the
+// Allow header) for a method the route does not take. The mux's other
+// answers, such as the redirect of a path to its clean form
+// (/v1/threads//records), become 404 too: no route answers them.
+type jsonMux struct{ *http.ServeMux }
+
+func (m jsonMux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, route := m.Handler(r); route != "" {
+		m.ServeMux.ServeHTTP(w, r)
+		return
+	}
+	// No route: let the mux answer into a recorder to learn why (it sets
+	// Allow when the path has routes for other methods), then answer JSON.
+	rec := &headerRecorder{h: make(http.Header)}
+	m.ServeMux.ServeHTTP(rec, r)
+	if rec.code == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", rec.h.Get("Allow"))
+		writeJSON(w, http.StatusMethodNotAllowed, apiError{
+			Error: fmt.Sprintf("method %s not allowed on %s; allowed: %s", r.Method, r.URL.Path, rec.h.Get("Allow"))})
+		return
+	}
+	writeJSON(w, http.StatusNotFound, apiError{Error: fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)})
+}
+
+// headerRecorder keeps the status code and headers of an answer and
+// drops its body.
+type headerRecorder struct {
+	h    http.Header
+	code int
+}
+
+func (r *headerRecorder) Header() http.Header { return r.h }
+
+func (r *headerRecorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+}
+
+func (r *headerRecorder) Write(b []byte) (int, error) {
+	r.WriteHeader(http.StatusOK)
+	return len(b), nil
 }
 
 // statusWriter remembers the status code a handler wrote.
@@ -63,7 +110,7 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // instrument counts requests by route pattern and code, and logs them.
-func (s *Server) instrument(next *http.ServeMux) http.Handler {
+func (s *Server) instrument(next jsonMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
@@ -288,10 +335,12 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 	}
 	thread := r.PathValue("thread")
 	q := r.URL.Query()
-	from, err1 := uintParam(q, "from", 0, 1<<63)
-	last, err2 := uintParam(q, "last", 0, maxLimit)
-	limit, err3 := uintParam(q, "limit", defaultLimit, maxLimit)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	kind, act := q.Get("kind"), q.Get("act")
+	from, err1 := uintParam(q, "from", 0, 0, maxClock)
+	last, err2 := uintParam(q, "last", 0, 0, maxLimit)
+	limit, err3 := uintParam(q, "limit", defaultLimit, 1, maxLimit)
+	// The first parameter that is wrong is answered, in path order.
+	if err := cmp.Or(checkField("thread", thread), optionalField("kind", kind), optionalField("act", act), err1, err2, err3); err != nil {
 		s.m.refused.WithLabelValues("bad_param").Inc()
 		s.fail(w, r, err)
 		return
@@ -300,11 +349,11 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 	if from > 0 {
 		opts = append(opts, log.From(from))
 	}
-	if k := q.Get("kind"); k != "" {
-		opts = append(opts, log.Kind(k))
+	if kind != "" {
+		opts = append(opts, log.Kind(kind))
 	}
-	if a := q.Get("act"); a != "" {
-		opts = append(opts, log.Act(a))
+	if act != "" {
+		opts = append(opts, log.Act(act))
 	}
 	resp := queryResponse{Thread: thread, Records: []recordJSON{}, Corrupt: []corruptJSON{}}
 	add := func(e log.Entry, err error) error {
@@ -359,17 +408,42 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// uintParam parses an optional query parameter, def when absent.
-func uintParam(q map[string][]string, name string, def, max uint64) (uint64, error) {
+// uintParam parses an optional query parameter, def when absent, min to
+// max when present.
+func uintParam(q map[string][]string, name string, def, min, max uint64) (uint64, error) {
 	v, ok := q[name]
 	if !ok || len(v) == 0 || v[0] == "" {
 		return def, nil
 	}
 	n, err := strconv.ParseUint(v[0], 10, 64)
-	if err != nil || n > max {
-		return 0, &ConfigError{Field: name, Rule: fmt.Sprintf("must be an integer from 0 to %d, got %q", max, v[0])}
+	if err != nil || n < min || n > max {
+		return 0, &ConfigError{Field: name, Rule: fmt.Sprintf("must be an integer from %d to %d, got %q", min, max, v[0])}
 	}
 	return n, nil
+}
+
+// checkField checks value against the records package's rule for a
+// record's header field ("act", "kind" or "thread"), so that a path or
+// query parameter is refused as a record with it would be. It returns a
+// *records.FieldError.
+func checkField(field, value string) error {
+	switch field {
+	case "act":
+		return records.CheckAct(value)
+	case "kind":
+		return records.CheckKind(value)
+	case "thread":
+		return records.CheckThread(value)
+	}
+	return fmt.Errorf("check %s: no rule for this field", field)
+}
+
+// optionalField is checkField for a parameter that may be absent (empty).
+func optionalField(field, value string) error {
+	if value == "" {
+		return nil
+	}
+	return checkField(field, value)
 }
 
 func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
@@ -378,6 +452,11 @@ func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	thread := r.PathValue("thread")
+	if err := checkField("thread", thread); err != nil {
+		s.m.refused.WithLabelValues("bad_param").Inc()
+		s.fail(w, r, err)
+		return
+	}
 	e, err := l.Latest(r.Context(), thread, records.KindCheckpoint)
 	if err != nil {
 		if errors.Is(err, records.ErrCorrupt) {
@@ -411,7 +490,7 @@ func (s *Server) handleThreads(w http.ResponseWriter, r *http.Request) {
 	if l == nil {
 		return
 	}
-	limit, err := uintParam(r.URL.Query(), "limit", defaultLimit, maxLimit)
+	limit, err := uintParam(r.URL.Query(), "limit", defaultLimit, 0, maxLimit)
 	if err != nil {
 		s.m.refused.WithLabelValues("bad_param").Inc()
 		s.fail(w, r, err)

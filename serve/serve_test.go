@@ -256,16 +256,24 @@ func TestRefused(t *testing.T) {
 		{"bad last", "GET", "/v1/threads/t/records?last=x", "", 400, "last", ""},
 		{"bad limit", "GET", "/v1/threads/t/records?limit=100000", "", 400, "limit", ""},
 		{"bad from", "GET", "/v1/threads/t/events?from=-1", "", 400, "from", ""},
+		{"from past int64", "GET", "/v1/threads/t/records?from=9223372036854775808", "", 400, "from", `must be an integer from 0 to 9223372036854775807, got "9223372036854775808"`},
+		{"limit 0", "GET", "/v1/threads/t/records?limit=0", "", 400, "limit", `must be an integer from 1 to 10000, got "0"`},
+		{"kind wildcard", "GET", "/v1/threads/t/records?kind=%3E", "", 400, "kind", ""},
+		{"kind token wildcard", "GET", "/v1/threads/t/records?kind=agent.*", "", 400, "kind", ""},
+		{"kind upper-case", "GET", "/v1/threads/t/records?kind=Agent.Step&last=5", "", 400, "kind", ""},
+		{"act lower-case", "GET", "/v1/threads/t/records?act=do", "", 400, "act", ""},
+		{"thread too long", "GET", "/v1/threads/" + strings.Repeat("a", 257) + "/records", "", 400, "thread", "must be 1-256 bytes of UTF-8, got 257 bytes"},
+		{"thread control", "GET", "/v1/threads/a%01b/records", "", 400, "thread", ""},
+		{"checkpoint thread", "GET", "/v1/threads/a%00b/checkpoint", "", 400, "thread", ""},
 		{"unknown route", "GET", "/v1/nothing", "", 404, "", ""},
+		{"empty thread", "GET", "/v1/threads//records", "", 404, "", ""},
 		{"wrong method", "DELETE", "/v1/records", "", 405, "", ""},
+		{"get on emit", "GET", "/v1/records", "", 405, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var e apiError
 			var out any = &e
-			if tt.code == 404 || tt.code == 405 {
-				out = nil // the mux's own plain-text answers
-			}
 			if got, want := call(t, tt.method, b+tt.path, tt.body, out), tt.code; got != want {
 				t.Fatalf("code=%d, want %d (%+v)", got, want, e)
 			}

@@ -36,7 +36,10 @@ func (s *Server) handleTail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	thread := r.PathValue("thread")
-	from, err := uintParam(r.URL.Query(), "from", 0, 1<<63)
+	from, err := uintParam(r.URL.Query(), "from", 0, 0, maxClock)
+	if err == nil {
+		err = checkField("thread", thread)
+	}
 	if err != nil {
 		s.m.refused.WithLabelValues("bad_param").Inc()
 		s.fail(w, r, err)

@@ -278,7 +278,8 @@ Environment:
 
 Output:
   --json prints one JSON object or array on stdout, with the fields id,
-  clock, thread, act, kind, actor, time (RFC 3339, UTC), ts (Unix ms),
+  clock, thread, act, kind, actor, time (RFC 3339, UTC, milliseconds:
+  2026-11-21T23:46:52.100Z), ts (Unix ms),
   prev, body, and for checkpoints summary, learnings, next_steps, name,
   session_id. Errors go to stderr as "spl: <message>".
 

@@ -134,12 +134,20 @@ removed are bridged through the headers the erasure records keep.
 Reports the records checked, erased (explained by an erasure record),
 corrupt (id or digest mismatch) and missing (a gap in a chain, or a
 deleted message, that no erasure explains), listing each corrupt and
-missing one. Exits 0 only when nothing is corrupt or missing, else 4.
+missing one. Exits 0 only when nothing is corrupt or missing, else 4;
+a THREAD with no records in the log exits 2 (not found).
 With --all and a terminal on stderr, shows progress there.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
-			if all == (len(args) == 1) {
+			switch {
+			case all && len(args) == 1:
 				return usagef("verify: give a thread or --all, not both")
+			case !all && len(args) == 0:
+				return usagef("verify: give a thread to verify, or --all for the whole log")
+			case !all:
+				if err := records.CheckThread(args[0]); err != nil {
+					return fmt.Errorf("verify: %w", err)
+				}
 			}
 			ctx, cancel := a.storageContext(cmd)
 			defer cancel()
@@ -159,6 +167,11 @@ With --all and a terminal on stderr, shows progress there.`,
 			}
 			if err != nil {
 				return fmt.Errorf("verify: %w", err)
+			}
+			if !all && rep.Threads == 0 && rep.Checked == 0 && len(rep.Erased) == 0 && rep.OK() {
+				// Nothing of the thread is in the log: a mistyped thread
+				// must not pass as verified.
+				return fmt.Errorf("verify: thread %q has no records, nothing to verify: %w", args[0], sdk.ErrNotFound)
 			}
 			if a.json {
 				err = writeJSON(cmd.OutOrStdout(), newVerifyJSON(rep))

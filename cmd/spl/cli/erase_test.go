@@ -114,7 +114,7 @@ func TestEraseRefusalsCommand(t *testing.T) {
 		{"no thread", []string{"erase", b.ID, "--reason", "r"}, ExitUsage, "--thread is required"},
 		{"no id", []string{"erase", "--thread", "th_x", "--reason", "r"}, ExitUsage, "requires at least 1 arg"},
 		{"verify both", []string{"verify", "th_x", "--all"}, ExitUsage, "a thread or --all"},
-		{"verify neither", []string{"verify"}, ExitUsage, "a thread or --all"},
+		{"verify neither", []string{"verify"}, ExitUsage, "give a thread to verify, or --all"},
 		{"show unknown", []string{"record", "show", unknown, "--thread", "th_x"}, ExitNotFound, "not found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -126,7 +126,7 @@ func newVerifyJSON(rep sdk.VerifyReport) verifyJSON {
 func headerJSON(id records.ID, clock uint64, h records.Header) recordJSON {
 	j := recordJSON{
 		ID: id.String(), Clock: clock, Thread: h.Thread, Act: h.Act, Kind: h.Kind, Actor: h.Actor,
-		Time: time.UnixMilli(h.TS).UTC().Format(time.RFC3339Nano), TS: h.TS,
+		Time: time.UnixMilli(h.TS).UTC().Format(sdk.TimeLayout), TS: h.TS,
 		Body: json.RawMessage("null"),
 	}
 	if !h.Prev.IsZero() {
@@ -138,7 +138,7 @@ func headerJSON(id records.ID, clock uint64, h records.Header) recordJSON {
 
 func newErasedJSON(t sdk.Tombstone) *erasedJSON {
 	return &erasedJSON{By: t.ErasedBy.ID.String(), Clock: t.ErasedBy.Clock, Actor: t.Actor,
-		Time: t.Time.UTC().Format(time.RFC3339Nano), Reason: t.Reason}
+		Time: t.Time.UTC().Format(sdk.TimeLayout), Reason: t.Reason}
 }
 
 func newTombstoneJSON(t sdk.Tombstone) tailJSON {

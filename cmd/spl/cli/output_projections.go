@@ -25,7 +25,7 @@ type threadJSON struct {
 	LastClock   uint64            `json:"last_clock"`
 	LastID      *string           `json:"last_id"`
 	LastActor   string            `json:"last_actor"`
-	LastTime    string            `json:"last_time"` // RFC 3339, UTC: the last activity
+	LastTime    string            `json:"last_time"` // sdk.TimeLayout, UTC: the last activity
 	LastTS      int64             `json:"last_ts"`   // the same in Unix milliseconds
 	Kinds       map[string]uint64 `json:"kinds"`
 	Actors      map[string]uint64 `json:"actors"`
@@ -35,7 +35,7 @@ func newThreadJSON(t sdk.ThreadInfo) threadJSON {
 	j := threadJSON{
 		Thread: t.Thread, Records: t.Records, Checkpoints: t.Checkpoints,
 		FirstClock: t.First, LastClock: t.Last, LastActor: t.LastActor,
-		LastTime: t.LastActive.UTC().Format(time.RFC3339Nano), LastTS: t.LastActive.UnixMilli(),
+		LastTime: t.LastActive.UTC().Format(sdk.TimeLayout), LastTS: t.LastActive.UnixMilli(),
 		Kinds: nonNilMap(t.Kinds), Actors: nonNilMap(t.Actors),
 	}
 	if !t.FirstID.IsZero() {
@@ -100,7 +100,7 @@ type latestJSON struct {
 	Thread    string `json:"thread"`
 	ID        string `json:"id"`
 	Clock     uint64 `json:"clock"`
-	Time      string `json:"time"` // RFC 3339, UTC
+	Time      string `json:"time"` // sdk.TimeLayout, UTC
 	TS        int64  `json:"ts"`   // Unix milliseconds
 	Actor     string `json:"actor"`
 	Name      string `json:"name"`
@@ -111,7 +111,7 @@ type latestJSON struct {
 func newLatestJSON(c sdk.CheckpointInfo) latestJSON {
 	return latestJSON{
 		Thread: c.Thread, ID: c.ID.String(), Clock: c.Clock,
-		Time: c.Time.UTC().Format(time.RFC3339Nano), TS: c.Time.UnixMilli(),
+		Time: c.Time.UTC().Format(sdk.TimeLayout), TS: c.Time.UnixMilli(),
 		Actor: c.Actor, Name: c.Name, SessionID: c.SessionID, Summary: c.Summary,
 	}
 }
@@ -139,7 +139,7 @@ type statusJSON struct {
 	LastCorrupt uint64 `json:"last_corrupt"` // the clock of the last of them (0: none)
 	Holder      string `json:"holder"`       // the process applying it, "" when none
 	RebuildTo   uint64 `json:"rebuild_to"`   // while a rebuild runs, its end; else 0
-	Updated     string `json:"updated"`      // RFC 3339, UTC; "" when never stored
+	Updated     string `json:"updated"`      // sdk.TimeLayout, UTC; "" when never stored
 }
 
 func newStatusJSON(s sdk.ProjectionStatus) statusJSON {
@@ -148,7 +148,7 @@ func newStatusJSON(s sdk.ProjectionStatus) statusJSON {
 		Corrupt: s.Corrupt, LastCorrupt: s.LastCorrupt, Holder: s.Holder, RebuildTo: s.RebuildTo,
 	}
 	if !s.Updated.IsZero() {
-		j.Updated = s.Updated.UTC().Format(time.RFC3339Nano)
+		j.Updated = s.Updated.UTC().Format(sdk.TimeLayout)
 	}
 	return j
 }

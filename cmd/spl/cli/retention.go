@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -97,12 +98,20 @@ next checkpoint saved to a thread, or by "spl retention apply".`,
 	return cmd
 }
 
-// parseAge parses a maximum age: a Go duration, or a whole number of days
-// ("30d") or weeks ("2w").
+// maxAge is the longest age parseAge accepts: the longest time.Duration,
+// about 292 years.
+const maxAge = time.Duration(1<<63 - 1)
+
+// parseAge parses a maximum age: a positive Go duration, or a positive
+// whole number of days ("30d") or weeks ("2w"). An age longer than a
+// time.Duration holds (about 292 years) is refused, not wrapped around.
 func parseAge(s string) (time.Duration, error) {
 	for suffix, unit := range map[string]time.Duration{"d": 24 * time.Hour, "w": 7 * 24 * time.Hour} {
 		if n, ok := strings.CutSuffix(s, suffix); ok {
-			v, err := strconv.ParseUint(n, 10, 32)
+			v, err := strconv.ParseUint(n, 10, 64)
+			if errors.Is(err, strconv.ErrRange) || (err == nil && v > uint64(maxAge/unit)) {
+				return 0, fmt.Errorf("must be at most %d%s (about 292 years), got %q", maxAge/unit, suffix, s)
+			}
 			if err != nil || v == 0 {
 				return 0, fmt.Errorf("want a positive whole number of days or weeks (30d, 2w) or a Go duration (36h), got %q", s)
 			}
@@ -111,7 +120,8 @@ func parseAge(s string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("want a positive Go duration (36h) or days or weeks (30d, 2w), got %q", s)
+		// time.ParseDuration refuses a duration that overflows as well.
+		return 0, fmt.Errorf("want a positive Go duration of at most %dh (36h) or days or weeks (30d, 2w), got %q", maxAge/time.Hour, s)
 	}
 	return d, nil
 }
@@ -147,7 +157,7 @@ func newPolicyJSON(p sdk.RetentionPolicy) policyJSON {
 		j.ID = p.ID.String()
 	}
 	if !p.Time.IsZero() {
-		j.Time = p.Time.UTC().Format(time.RFC3339Nano)
+		j.Time = p.Time.UTC().Format(sdk.TimeLayout)
 	}
 	return j
 }

@@ -2,8 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
+	"regexp"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -36,7 +41,7 @@ to catch up. Listens on loopback unless
 			cfg.Dir = dir
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return usagef("--log-level: %v", err)
+				return usagef("serve: --log-level: must be debug, info, warn or error, got %q", logLevel)
 			}
 			hopts := &slog.HandlerOptions{Level: level}
 			var h slog.Handler
@@ -46,13 +51,17 @@ to catch up. Listens on loopback unless
 			case "text":
 				h = slog.NewTextHandler(cmd.ErrOrStderr(), hopts)
 			default:
-				return usagef("--log-format must be text or json, got %q", logFormat)
+				return usagef("serve: --log-format: must be text or json, got %q", logFormat)
 			}
 			logger := slog.New(h)
 			cfg.Projectors = serve.IndexProjector(cmd.Context(), cfg, logger)
 			s, err := serve.New(cfg, logger)
 			if err != nil {
-				return usagef("serve: %v", err) // names the field and the rule
+				var ce *serve.ConfigError
+				if errors.As(err, &ce) {
+					return usagef("serve: %s: %s", serveFlag(ce.Field), serveFlagRule(ce.Rule))
+				}
+				return usagef("serve: %v", err)
 			}
 			if err := s.Start(cmd.Context()); err != nil {
 				return err
@@ -86,6 +95,59 @@ to catch up. Listens on loopback unless
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	return cmd
+}
+
+// serveFlags maps the fields of a serve.Config to the flags that set them,
+// so that a configuration error names what the user typed.
+var serveFlags = map[string]string{
+	"Dir": "--home", "Listen": "--listen", "HTTP": "--http", "NoHTTP": "--no-http",
+	"AllowRemote": "--allow-remote", "ServerName": "--name", "ClusterName": "--cluster-name",
+	"ClusterListen": "--cluster", "Routes": "--routes", "Replicas": "--replicas",
+	"NATSConfigFile": "--nats-config", "Token": "--token", "User": "--user", "Password": "--password",
+	"NKeys": "--nkey", "TLSCert": "--tls-cert", "TLSKey": "--tls-key", "TLSCA": "--tls-ca",
+	"TLSVerify": "--tls-verify", "ShutdownTimeout": "--shutdown-timeout",
+}
+
+// serveFlag is the flag of a serve.ConfigError's field: "--routes" for
+// "Routes[1]" (the flag's second value, "value 2"). A field without a flag
+// keeps its name.
+func serveFlag(field string) string {
+	name, index, _ := strings.Cut(field, "[")
+	flag, ok := serveFlags[name]
+	if !ok {
+		return field
+	}
+	if i, err := strconv.Atoi(strings.TrimSuffix(index, "]")); err == nil {
+		return fmt.Sprintf("%s (value %d)", flag, i+1)
+	}
+	return flag
+}
+
+var (
+	goQuoted  = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+	fieldWord = regexp.MustCompile(`\b[A-Z][A-Za-z]*\b`)
+)
+
+// serveFlagRule replaces the Config fields a rule names with their flags,
+// leaving the quoted values it cites as they are.
+func serveFlagRule(rule string) string {
+	var b strings.Builder
+	last := 0
+	words := func(s string) string {
+		return fieldWord.ReplaceAllStringFunc(s, func(w string) string {
+			if f, ok := serveFlags[w]; ok {
+				return f
+			}
+			return w
+		})
+	}
+	for _, m := range goQuoted.FindAllStringIndex(rule, -1) {
+		b.WriteString(words(rule[last:m[0]]))
+		b.WriteString(rule[m[0]:m[1]])
+		last = m[1]
+	}
+	b.WriteString(words(rule[last:]))
+	return b.String()
 }
 
 // indexProjector returns the runtime of the index projection on l, for

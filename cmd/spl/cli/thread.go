@@ -57,6 +57,11 @@ log (catching it up itself when no spl serve runs it).`,
 			if limit < 0 {
 				return usagef("thread list: --limit must be 0 (all) or more, got %d", limit)
 			}
+			if kind != "" {
+				if err := records.CheckKind(kind); err != nil {
+					return fmt.Errorf("thread list: --kind: %w", err)
+				}
+			}
 			var cutoff time.Time
 			if since != "" {
 				d, err := parseAge(since)
