@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -27,6 +28,10 @@ type Pending struct {
 	entry Entry
 	err   error
 
+	// taken is set by the writer once it has taken the append to send: it
+	// may land from then on, whatever ctx says.
+	taken atomic.Bool
+
 	// Set by the writer while it owns the append.
 	sealed *records.Record
 	id     records.ID
@@ -43,13 +48,30 @@ type Pending struct {
 func (p *Pending) Done() <-chan struct{} { return p.done }
 
 // Wait blocks until the append has landed or failed, or ctx is done.
+//
+// When ctx ends first, the error wraps ctx's error, and also ErrInDoubt
+// when the append may still land: the writer has taken it, or the context
+// it was submitted with has not ended. Appending the same record again
+// then resolves it. An append whose own context ended before the writer
+// took it is never sent.
 func (p *Pending) Wait(ctx context.Context) (Entry, error) {
 	select {
 	case <-p.done:
 		return p.entry, p.err
 	case <-ctx.Done():
-		return Entry{}, fmt.Errorf("wait for append: %w", ctx.Err())
 	}
+	select {
+	case <-p.done:
+		return p.entry, p.err
+	default:
+	}
+	// The writer marks an append taken before it looks at the append's
+	// context (admit), so the context is read here before the mark: an
+	// append found ended and not taken is one the writer will drop.
+	if err := p.ctx.Err(); err != nil && !p.taken.Load() {
+		return Entry{}, fmt.Errorf("spl/log: append: %w", err)
+	}
+	return Entry{}, fmt.Errorf("%w: %w", ErrInDoubt, ctx.Err())
 }
 
 func (p *Pending) finish(e Entry, err error) {
@@ -61,6 +83,9 @@ func (p *Pending) finish(e Entry, err error) {
 // thread and returns once it is durable. Concurrent appends, from any
 // goroutine and to any thread, are gathered into group commits.
 //
+// When ctx ends before the append's outcome is known, the error wraps
+// ctx's error, and ErrInDoubt too if the writer had already taken the
+// append to send (it may land); without ErrInDoubt it was not sent.
 // Appending the same *records.Record again after it landed, or after an
 // ErrInDoubt, returns the stored entry (same id and clock) instead of a
 // second copy.
@@ -73,7 +98,10 @@ func (l *Log) Append(ctx context.Context, rec *records.Record) (Entry, error) {
 }
 
 // Submit hands rec to the writer and returns at once (or when the writer's
-// queue has room, or ctx is done). The append itself is bounded by ctx too.
+// queue has room, or ctx is done). The append itself is bounded by ctx too:
+// if ctx ends before the writer takes it to send, it is never sent; once
+// taken, it goes on to its outcome. A record that would pass
+// records.MaxEncodedSize once chained (its prev set) is refused here.
 func (l *Log) Submit(ctx context.Context, rec *records.Record) (*Pending, error) {
 	if rec == nil {
 		return nil, errors.New("spl/log: append: nil record")
@@ -84,7 +112,17 @@ func (l *Log) Submit(ctx context.Context, rec *records.Record) (*Pending, error)
 	if err := rec.Validate(); err != nil {
 		return nil, err
 	}
+	if err := fitsChained(rec); err != nil {
+		return nil, err
+	}
 	p := &Pending{rec: rec, ctx: ctx, done: make(chan struct{})}
+	// Close waits for every Submit inside the gate before it stops the
+	// writer, so an append queued here is one the writer's drain answers.
+	l.w.gate.RLock()
+	defer l.w.gate.RUnlock()
+	if l.isClosed() {
+		return nil, ErrClosed
+	}
 	select {
 	case l.w.in <- p:
 		return p, nil
@@ -93,6 +131,28 @@ func (l *Log) Submit(ctx context.Context, rec *records.Record) (*Pending, error)
 	case <-ctx.Done():
 		return nil, fmt.Errorf("spl/log: append: %w", ctx.Err())
 	}
+}
+
+// chainSlack bounds what an envelope adds to its body, prev included: the
+// salt, the header and its longest fields. A body shorter than
+// records.MaxEncodedSize by more fits once chained, whatever its header.
+const chainSlack = 4 << 10
+
+// placeholderPrev stands for the prev the writer will set: every id
+// encodes to the same length.
+var placeholderPrev = records.ID{0: 1}
+
+// fitsChained refuses rec, valid unchained, when it would pass
+// records.MaxEncodedSize once the writer sets its prev: the writer could
+// not encode it, and it is the caller's to fix.
+func fitsChained(rec *records.Record) error {
+	if len(rec.Body) < records.MaxEncodedSize-chainSlack {
+		return nil
+	}
+	if _, err := rec.WithPrev(placeholderPrev).Marshal(); err != nil {
+		return fmt.Errorf("spl/log: append: once chained: %w", err)
+	}
+	return nil
 }
 
 // head is what the writer knows of a thread's last record.
@@ -126,6 +186,7 @@ const (
 type writer struct {
 	l     *Log
 	in    chan *Pending
+	gate  sync.RWMutex // held shared by Submit while it queues; see stop
 	quit  chan struct{}
 	wg    sync.WaitGroup
 	heads map[string]head // by thread
@@ -159,8 +220,13 @@ func newWriter(l *Log) (*writer, error) {
 	return w, nil
 }
 
+// stop drains the queue and ends the writer. The Log is closed already:
+// once the Submits inside the gate have left it, no append can join the
+// queue, and the drain answers every append that did.
 func (w *writer) stop() {
+	w.gate.Lock()
 	close(w.quit)
+	w.gate.Unlock()
 	w.wg.Wait()
 	if w.acks != nil {
 		_ = w.acks.sub.Unsubscribe()
@@ -316,23 +382,28 @@ func backoff(attempt int) {
 	time.Sleep(min(ceil, 20*time.Millisecond) * time.Duration(1+rand.IntN(100)) / 100)
 }
 
-// callersCtx is the context of batch's caller that waits longest: the
-// bound of the reads the writer makes on the batch's behalf.
-func callersCtx(batch []*Pending) context.Context {
-	ctx := batch[0].ctx
-	for _, p := range batch[1:] {
-		if dl, ok := p.ctx.Deadline(); ok {
-			if cur, ok := ctx.Deadline(); !ok || dl.After(cur) {
-				ctx = p.ctx
-			}
+// admit takes the appends of batch to send, and returns them. Each is
+// marked taken before its context is looked at (Pending.Wait relies on
+// that order); one whose caller's context has ended is failed alone and
+// left out. An append sent before and not stored (a stale chain, a
+// refusal, a batch found not landed) may be left out the same way.
+func admit(batch []*Pending) []*Pending {
+	live := batch[:0:0]
+	for _, p := range batch {
+		p.taken.Store(true)
+		if err := p.ctx.Err(); err != nil {
+			p.finish(Entry{}, fmt.Errorf("spl/log: append: %w", err))
+			continue
 		}
+		live = append(live, p)
 	}
-	return ctx
+	return live
 }
 
 // land sends batch until it lands, splitting it when the server refuses it
 // for a reason other than a stale chain.
 func (w *writer) land(batch []*Pending, attempt int) {
+	batch = admit(batch)
 	if len(batch) == 0 {
 		return
 	}
@@ -340,9 +411,12 @@ func (w *writer) land(batch []*Pending, attempt int) {
 		w.landEach(batch, attempt)
 		return
 	}
-	ctx := callersCtx(batch)
-	if err := w.seal(ctx, batch); err != nil {
+	batch, err := w.seal(batch)
+	if err != nil {
 		w.fail(batch, err)
+		return
+	}
+	if len(batch) == 0 {
 		return
 	}
 	sent := time.Now()
@@ -458,13 +532,18 @@ func (w *writer) landEach(batch []*Pending, attempt int) {
 			chained = append(chained, p)
 		}
 	}
-	ctx := callersCtx(batch)
-	if err := w.seal(ctx, singles); err != nil {
-		w.fail(batch, err)
+	singles, err := w.seal(singles)
+	if err != nil {
+		w.fail(append(singles, chained...), err)
 		return
 	}
-	if err := w.seal(ctx, chained); err != nil {
-		w.fail(batch, err)
+	chained, err = w.seal(chained)
+	if err != nil {
+		w.fail(append(singles, chained...), err)
+		return
+	}
+	batch = append(singles, chained...)
+	if len(batch) == 0 {
 		return
 	}
 	sctx, cancel := w.l.untilLost(context.Background(), w.l.opts.Timeout)
@@ -621,53 +700,65 @@ func threadRuns(batch []*Pending) map[string]*run {
 }
 
 // seal chains every record of batch to its thread's head (fetched when
-// the writer does not know it) and encodes it.
-func (w *writer) seal(ctx context.Context, batch []*Pending) error {
+// the writer does not know it) and encodes it. It returns the records it
+// sealed, in order: a record that does not encode is failed alone, and the
+// next of its thread chains on the one before it. When a head cannot be
+// read, it fails nothing and returns batch as it was, with the error.
+func (w *writer) seal(batch []*Pending) ([]*Pending, error) {
 	runs := make(map[string]*sealRun)
-	for i, p := range batch {
+	for _, p := range batch {
 		t := p.rec.Header.Thread
-		r, ok := runs[t]
-		if !ok {
-			h, err := w.head(ctx, t)
+		if _, ok := runs[t]; !ok {
+			h, err := w.head(t)
 			if err != nil {
-				return err
+				return batch, err
 			}
-			r = &sealRun{base: h, last: h.id}
-			runs[t] = r
+			runs[t] = &sealRun{base: h, last: h.id}
 		}
-		p.first, p.expect = !ok, 0
-		if !ok {
+	}
+	sealed := batch[:0:0]
+	for _, p := range batch {
+		i, r := len(sealed), runs[p.rec.Header.Thread]
+		p.sealed = p.rec.WithPrev(r.last)
+		data, err := p.sealed.Marshal()
+		if err != nil {
+			p.finish(Entry{}, fmt.Errorf("spl/log: append: %w", err))
+			continue
+		}
+		p.data = data
+		p.id = p.sealed.ID()
+		first := len(r.at) == 0
+		p.first, p.expect = first, 0
+		if first {
 			p.expect = r.base.clock
 		}
 		// Where prev and the records before it are, for readers walking
 		// the thread backwards: clocks before the batch, distances back
 		// within it.
 		p.prevClock, p.prevBack = 0, 0
-		if ok {
+		if !first {
 			p.prevBack = i - r.at[len(r.at)-1]
 		} else if !r.base.id.IsZero() {
 			p.prevClock = r.base.idClock
 		}
 		p.back = r.backHeader()
 		r.at = append(r.at, i)
-		p.sealed = p.rec.WithPrev(r.last)
-		p.id = p.sealed.ID()
-		data, err := p.sealed.Marshal()
-		if err != nil {
-			return err
-		}
-		p.data = data
 		r.last = p.id
+		sealed = append(sealed, p)
 	}
-	return nil
+	return sealed, nil
 }
 
 // head returns the thread's last record as the writer knows it, asking the
-// stream leader when it does not.
-func (w *writer) head(ctx context.Context, thread string) (head, error) {
+// stream leader when it does not. The read is made for every append of
+// the thread in the batch: it is bounded by Options.Timeout, not by any
+// one caller's context.
+func (w *writer) head(thread string) (head, error) {
 	if h, ok := w.heads[thread]; ok {
 		return h, nil
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), w.l.opts.Timeout)
+	defer cancel()
 	h, err := w.l.threadHead(ctx, thread)
 	if err != nil {
 		return head{}, fmt.Errorf("thread head: %w", err)

@@ -1,0 +1,375 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/spl-dev/spl/records"
+)
+
+// pause holds the writer in Options.Observe once armed: after it sent a
+// group commit, before it answers that group's callers. Appends submitted
+// meanwhile wait in the queue and go out together as the next group.
+type pause struct {
+	armed   atomic.Bool
+	parked  chan struct{}
+	release chan struct{}
+	once    sync.Once
+	each    atomic.Pointer[func(BatchStats)] // called on every report, when set
+}
+
+// openPaused opens a log whose writer a pause steers. With noSync the
+// writer sends every group as one atomic batch; without, it fsyncs itself
+// and sends lone records as plain publishes (landEach).
+func openPaused(t *testing.T, noSync bool) (*Log, *pause) {
+	t.Helper()
+	p := &pause{parked: make(chan struct{}, 1), release: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := Open(ctx, Options{Dir: t.TempDir(), Linger: time.Second, NoSync: noSync, Observe: p.observe})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { l.Close() })
+	t.Cleanup(p.resume) // runs first: Close waits for the writer
+	return l, p
+}
+
+func (p *pause) observe(st BatchStats) {
+	if f := p.each.Load(); f != nil {
+		(*f)(st)
+	}
+	if p.armed.CompareAndSwap(true, false) {
+		p.parked <- struct{}{}
+		<-p.release
+	}
+}
+
+// hold sends a record of its own thread and returns once the writer is
+// parked after sending it.
+func (p *pause) hold(t *testing.T, l *Log) {
+	t.Helper()
+	p.armed.Store(true)
+	if _, err := l.Submit(ctxT(t), newRec(t, "th_hold", "agent.step", map[string]any{"hold": true})); err != nil {
+		t.Fatalf("Submit: %v", err)
+	}
+	select {
+	case <-p.parked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("writer never sent the holding record")
+	}
+}
+
+func (p *pause) resume() { p.once.Do(func() { close(p.release) }) }
+
+// wait returns the outcome of pd, failing the test if it never comes.
+func wait(t *testing.T, pd *Pending) (Entry, error) {
+	t.Helper()
+	select {
+	case <-pd.Done():
+		return pd.Wait(context.Background())
+	case <-time.After(30 * time.Second):
+		t.Fatal("append never answered")
+		return Entry{}, nil
+	}
+}
+
+// count returns how many records thread holds.
+func count(t *testing.T, l *Log, thread string) int {
+	t.Helper()
+	n := 0
+	for _, err := range l.Read(ctxT(t), thread) {
+		if err != nil {
+			t.Fatalf("Read: %v", err)
+		}
+		n++
+	}
+	return n
+}
+
+// After Close, every append is refused with ErrClosed; none is queued for
+// a writer that has stopped.
+func TestAppendAfterClose(t *testing.T) {
+	l := openTest(t, "")
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range 50 {
+		if _, err := l.Submit(ctx, newRec(t, "th_closed", "agent.step", map[string]any{"i": i})); !errors.Is(err, ErrClosed) {
+			t.Fatalf("Submit %d after Close: err=%v, want ErrClosed", i, err)
+		}
+		if _, err := l.Append(ctx, newRec(t, "th_closed", "agent.step", map[string]any{"i": i})); !errors.Is(err, ErrClosed) {
+			t.Fatalf("Append %d after Close: err=%v, want ErrClosed", i, err)
+		}
+	}
+}
+
+// Appends racing Close each land or fail with ErrClosed, and every one is
+// answered: Close drains all that joined the queue.
+func TestAppendsRacingClose(t *testing.T) {
+	l := openTest(t, "")
+	ctx := ctxT(t)
+	const appenders = 8
+	var landed atomic.Int64
+	errs := make(chan error, appenders)
+	for a := range appenders {
+		go func() {
+			for i := 0; ; i++ {
+				pd, err := l.Submit(ctx, newRec(t, fmt.Sprintf("th_race_%d", a), "agent.step", map[string]any{"i": i}))
+				if errors.Is(err, ErrClosed) {
+					errs <- nil
+					return
+				}
+				if err != nil {
+					errs <- fmt.Errorf("Submit %d: %w", i, err)
+					return
+				}
+				select {
+				case <-pd.Done():
+				case <-time.After(10 * time.Second):
+					errs <- fmt.Errorf("append %d: never answered", i)
+					return
+				}
+				_, err = pd.Wait(ctx)
+				switch {
+				case err == nil:
+					landed.Add(1)
+				case errors.Is(err, ErrClosed):
+					errs <- nil
+					return
+				default:
+					errs <- fmt.Errorf("append %d: %w", i, err)
+					return
+				}
+			}
+		}()
+	}
+	for deadline := time.Now().Add(30 * time.Second); landed.Load() < 50; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d appends landed before Close", landed.Load())
+		}
+	}
+	l.Close()
+	for range appenders {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// One caller's context, cancelled while the writer works for its group,
+// fails that caller alone: the writer's reads for the group are bounded by
+// the log's timeout, and the other callers land. Here the group is sent on
+// a stale thread head (a record landed behind the writer's back), and the
+// first caller cancels before the writer reads the head again.
+func TestCancelledCallerLeavesGroup(t *testing.T) {
+	for _, noSync := range []bool{false, true} {
+		t.Run(fmt.Sprintf("NoSync=%v", noSync), func(t *testing.T) {
+			l, p := openPaused(t, noSync)
+			ctx := ctxT(t)
+			base, err := l.Append(ctx, newRec(t, "th_group", "agent.step", map[string]any{"n": 0}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			behind := newRec(t, "th_group", "agent.step", map[string]any{"n": 1}).WithPrev(base.ID)
+			if _, err := l.JetStream().PublishMsg(ctx, recordMsg(t, behind)); err != nil {
+				t.Fatal(err)
+			}
+
+			p.hold(t, l)
+			ctxA, cancelA := context.WithTimeout(context.Background(), time.Hour)
+			defer cancelA()
+			a, err := l.Submit(ctxA, newRec(t, "th_group", "agent.step", map[string]any{"n": "a"}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := l.Submit(context.Background(), newRec(t, "th_group", "agent.step", map[string]any{"n": "b"}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cancelOnStale := func(st BatchStats) {
+				if errors.Is(st.Err, ErrExpectation) {
+					cancelA()
+				}
+			}
+			p.each.Store(&cancelOnStale)
+			p.resume()
+
+			if _, err := wait(t, a); !errors.Is(err, context.Canceled) {
+				t.Errorf("cancelled append: err=%v, want context.Canceled", err)
+			}
+			e, err := wait(t, b)
+			if err != nil {
+				t.Fatalf("other append of the group: %v", err)
+			}
+			es := chain(t, l, "th_group")
+			if got, want := len(es), 3; got != want {
+				t.Fatalf("thread holds %d records, want %d", got, want)
+			}
+			if es[2].ID != e.ID {
+				t.Fatalf("last record is %s, want the other append %s", es[2].ID, e.ID)
+			}
+		})
+	}
+}
+
+// recordOfSize returns a record of thread whose unchained envelope is n bytes.
+func recordOfSize(t *testing.T, thread string, n int) *records.Record {
+	t.Helper()
+	pad := n - 200
+	for {
+		rec := newRec(t, thread, "agent.step", map[string]any{"pad": make([]byte, pad)})
+		data, err := rec.Marshal()
+		if err != nil {
+			t.Fatalf("Marshal: %v", err)
+		}
+		if len(data) == n {
+			return rec
+		}
+		pad += n - len(data)
+	}
+}
+
+// A record that fits records.MaxEncodedSize unchained but not once the
+// writer sets its prev is refused by Submit, with the records package's
+// error naming the field and the limit.
+func TestSubmitRefusesTooLargeOnceChained(t *testing.T) {
+	l := openTest(t, "")
+	ctx := ctxT(t)
+	rec := recordOfSize(t, "th_big", records.MaxEncodedSize)
+	if err := rec.Validate(); err != nil {
+		t.Fatalf("unchained record: %v", err)
+	}
+	_, err := l.Submit(ctx, rec)
+	var fe *records.FieldError
+	if !errors.As(err, &fe) || fe.Field != "body" || !errors.Is(err, records.ErrInvalid) {
+		t.Fatalf("Submit: err=%v, want a records.FieldError on body", err)
+	}
+	if !strings.HasPrefix(err.Error(), "spl/log: ") || !strings.Contains(err.Error(), fmt.Sprint(records.MaxEncodedSize)) {
+		t.Fatalf("Submit: err=%q, want the spl/log prefix and the limit", err)
+	}
+	// One that fits once chained lands.
+	ok := recordOfSize(t, "th_big", records.MaxEncodedSize-64)
+	if _, err := l.Append(ctx, ok); err != nil {
+		t.Fatalf("Append of a record that fits: %v", err)
+	}
+}
+
+// A record of a group that the writer cannot encode fails alone: the
+// others land, and the next record of its thread chains on the one before
+// it. (Submit refuses such a record; this one is queued behind its back.)
+func TestUnencodableRecordFailsAlone(t *testing.T) {
+	for _, noSync := range []bool{false, true} {
+		t.Run(fmt.Sprintf("NoSync=%v", noSync), func(t *testing.T) {
+			l, p := openPaused(t, noSync)
+			ctx := ctxT(t)
+			p.hold(t, l)
+			submit := func(rec *records.Record) *Pending {
+				t.Helper()
+				pd, err := l.Submit(ctx, rec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return pd
+			}
+			first := submit(newRec(t, "th_mixed", "agent.step", map[string]any{"n": 1}))
+			bad := &Pending{rec: recordOfSize(t, "th_mixed", records.MaxEncodedSize), ctx: ctx, done: make(chan struct{})}
+			l.w.in <- bad
+			next := submit(newRec(t, "th_mixed", "agent.step", map[string]any{"n": 2}))
+			other := submit(newRec(t, "th_neighbour", "agent.step", map[string]any{"n": 3}))
+			p.resume()
+
+			if _, err := wait(t, bad); !errors.Is(err, records.ErrInvalid) {
+				t.Errorf("unencodable record: err=%v, want records.ErrInvalid", err)
+			}
+			for name, pd := range map[string]*Pending{"first": first, "next": next, "other": other} {
+				if _, err := wait(t, pd); err != nil {
+					t.Errorf("%s append: %v", name, err)
+				}
+			}
+			if got, want := len(chain(t, l, "th_mixed")), 2; got != want {
+				t.Fatalf("thread holds %d records, want %d", got, want)
+			}
+		})
+	}
+}
+
+// A caller whose context ends after the writer sent its record learns that
+// the outcome is unknown (ErrInDoubt), and appending the record again
+// returns the stored entry.
+func TestContextEndsAfterSend(t *testing.T) {
+	l, p := openPaused(t, false)
+	ctx := ctxT(t)
+	rec := newRec(t, "th_sent", "agent.step", map[string]any{"n": 1})
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p.armed.Store(true)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := l.Append(actx, rec)
+		errc <- err
+	}()
+	select {
+	case <-p.parked: // the record is sent; its callers not answered yet
+	case <-time.After(30 * time.Second):
+		t.Fatal("writer never sent the record")
+	}
+	cancel()
+	var err error
+	select {
+	case err = <-errc:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Append did not return when its context ended")
+	}
+	if !errors.Is(err, ErrInDoubt) || !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "spl/log: ") {
+		t.Fatalf("Append: err=%v, want spl/log error wrapping ErrInDoubt and context.Canceled", err)
+	}
+	p.resume()
+	again, err := l.Append(ctx, rec)
+	if err != nil {
+		t.Fatalf("Append again: %v", err)
+	}
+	if again.ID != rec.ID() { // the thread's first record: no prev
+		t.Fatalf("Append again: id %s, want %s", again.ID, rec.ID())
+	}
+	if got, want := count(t, l, "th_sent"), 1; got != want {
+		t.Fatalf("thread holds %d records, want %d", got, want)
+	}
+}
+
+// A caller whose context ends while its record still waits in the queue
+// gets the context's error, not ErrInDoubt, and the record is never sent.
+func TestContextEndsBeforeSend(t *testing.T) {
+	l, p := openPaused(t, false)
+	ctx := ctxT(t)
+	p.hold(t, l)
+	actx, cancel := context.WithCancel(ctx)
+	pd, err := l.Submit(actx, newRec(t, "th_unsent", "agent.step", map[string]any{"n": 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	_, err = pd.Wait(actx)
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrInDoubt) || !strings.HasPrefix(err.Error(), "spl/log: append: ") {
+		t.Fatalf("Wait: err=%v, want spl/log: append: error wrapping context.Canceled, not ErrInDoubt", err)
+	}
+	p.resume()
+	if _, err := wait(t, pd); !errors.Is(err, context.Canceled) {
+		t.Fatalf("append: err=%v, want context.Canceled", err)
+	}
+	// A later append of the thread has gone through the writer after it.
+	if _, err := l.Append(ctx, newRec(t, "th_unsent", "agent.step", map[string]any{"n": 2})); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := count(t, l, "th_unsent"), 1; got != want {
+		t.Fatalf("thread holds %d records, want %d", got, want)
+	}
+}
