@@ -208,11 +208,6 @@ func (c *Client) Emit(ctx context.Context, ev Event) (Receipt, error) {
 	if err != nil {
 		return Receipt{}, err
 	}
-	if c.isClosing() {
-		// Checked here, not left to the log: its Submit may still queue
-		// a record after its writer has stopped, and then wait for ctx.
-		return Receipt{}, ErrClosed
-	}
 	e, err := c.log.Append(ctx, rec)
 	if err != nil {
 		return Receipt{}, err

@@ -340,7 +340,7 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 	last, err2 := uintParam(q, "last", 0, 0, maxLimit)
 	limit, err3 := uintParam(q, "limit", defaultLimit, 1, maxLimit)
 	// The first parameter that is wrong is answered, in path order.
-	if err := cmp.Or(checkField("thread", thread), optionalField("kind", kind), optionalField("act", act), err1, err2, err3); err != nil {
+	if err := cmp.Or(records.CheckThread(thread), optional(records.CheckKind, kind), optional(records.CheckAct, act), err1, err2, err3); err != nil {
 		s.m.refused.WithLabelValues("bad_param").Inc()
 		s.fail(w, r, err)
 		return
@@ -422,28 +422,12 @@ func uintParam(q map[string][]string, name string, def, min, max uint64) (uint64
 	return n, nil
 }
 
-// checkField checks value against the records package's rule for a
-// record's header field ("act", "kind" or "thread"), so that a path or
-// query parameter is refused as a record with it would be. It returns a
-// *records.FieldError.
-func checkField(field, value string) error {
-	switch field {
-	case "act":
-		return records.CheckAct(value)
-	case "kind":
-		return records.CheckKind(value)
-	case "thread":
-		return records.CheckThread(value)
-	}
-	return fmt.Errorf("check %s: no rule for this field", field)
-}
-
-// optionalField is checkField for a parameter that may be absent (empty).
-func optionalField(field, value string) error {
+// optional applies check to a query parameter that may be absent (empty).
+func optional(check func(string) error, value string) error {
 	if value == "" {
 		return nil
 	}
-	return checkField(field, value)
+	return check(value)
 }
 
 func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
@@ -452,7 +436,7 @@ func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	thread := r.PathValue("thread")
-	if err := checkField("thread", thread); err != nil {
+	if err := records.CheckThread(thread); err != nil {
 		s.m.refused.WithLabelValues("bad_param").Inc()
 		s.fail(w, r, err)
 		return

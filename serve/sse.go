@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/records"
 )
 
 // tailBuffer is how many messages a tail holds between the consumer and a
@@ -38,7 +39,7 @@ func (s *Server) handleTail(w http.ResponseWriter, r *http.Request) {
 	thread := r.PathValue("thread")
 	from, err := uintParam(r.URL.Query(), "from", 0, 0, maxClock)
 	if err == nil {
-		err = checkField("thread", thread)
+		err = records.CheckThread(thread)
 	}
 	if err != nil {
 		s.m.refused.WithLabelValues("bad_param").Inc()
