@@ -432,11 +432,20 @@ func TestStandbyTakesOverExpiredLease(t *testing.T) {
 	}
 }
 
+// A wait that times out says who holds the projection and how far it got.
 func TestWaitTimesOutWithClearError(t *testing.T) {
 	l := openLog(t, "")
 	a := &appender{t: t, l: l}
 	r := newRuntime(t, l, Options{LeaseTTL: 10 * time.Second})
-	// Another process holds the lease and applies nothing.
+	a.steps(5)
+	applied, err := l.LastClock(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CatchUp(ctxT(t), applied); err != nil {
+		t.Fatal(err)
+	}
+	// Another process holds the lease and applies nothing more.
 	other := r.newLease()
 	other.holder = "stuck"
 	if ok, _, err := other.acquire(ctxT(t)); !ok || err != nil {
@@ -445,13 +454,19 @@ func TestWaitTimesOutWithClearError(t *testing.T) {
 	e := a.add("th_a", "agent.step", nil)
 	ctx, cancel := context.WithTimeout(ctxT(t), 300*time.Millisecond)
 	defer cancel()
-	err := r.Wait(ctx, e.Clock)
+	err = r.Wait(ctx, e.Clock)
 	var be *BehindError
 	if !errors.As(err, &be) || !errors.Is(err, ErrBehind) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Wait: err=%v, want a *BehindError wrapping ErrBehind and DeadlineExceeded", err)
 	}
 	if got, want := be.Holder, "stuck"; got != want {
 		t.Fatalf("holder=%q, want %q", got, want)
+	}
+	if be.Clock != applied {
+		t.Fatalf("BehindError at clock %d, want %d (where the projection stopped)", be.Clock, applied)
+	}
+	if want := fmt.Sprintf("at clock %d,", applied); !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q does not say %q", err, want)
 	}
 	if got, want := be.Want, e.Clock; got != want {
 		t.Fatalf("want=%d, want %d", got, want)

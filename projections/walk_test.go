@@ -221,38 +221,3 @@ func TestListingsRejectNegativePaging(t *testing.T) {
 		}
 	}
 }
-
-// A wait that times out says how far the projection got.
-func TestWaitTimeoutSaysWhereTheProjectionIs(t *testing.T) {
-	l := openLog(t, "")
-	a := &appender{t: t, l: l}
-	r := newRuntime(t, l, Options{LeaseTTL: 10 * time.Second})
-	a.steps(5)
-	applied, err := l.LastClock(ctxT(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.CatchUp(ctxT(t), applied); err != nil {
-		t.Fatal(err)
-	}
-	// Another process holds the lease and applies nothing more.
-	other := r.newLease()
-	other.holder = "stuck"
-	if ok, _, err := other.acquire(ctxT(t)); !ok || err != nil {
-		t.Fatalf("acquire: %v %v", ok, err)
-	}
-	e := a.add("th_a", "agent.step", nil)
-	ctx, cancel := context.WithTimeout(ctxT(t), 300*time.Millisecond)
-	defer cancel()
-	err = r.Wait(ctx, e.Clock)
-	var be *BehindError
-	if !errors.As(err, &be) {
-		t.Fatalf("Wait: err=%v, want a *BehindError", err)
-	}
-	if be.Clock != applied || be.Holder != "stuck" {
-		t.Fatalf("BehindError at clock %d held by %q, want clock %d held by %q", be.Clock, be.Holder, applied, "stuck")
-	}
-	if want := fmt.Sprintf("at clock %d,", applied); !strings.Contains(err.Error(), want) {
-		t.Fatalf("error %q does not say %q", err, want)
-	}
-}
