@@ -98,7 +98,10 @@
 // position. Messages waiting are gathered into a batch (Options.MaxBatch,
 // 32 MiB), verified with log.DecodeMessage on every core while the previous
 // batch is stored, folded, and stored: the changed values of each model
-// (in the order of the clocks that changed them), then the position. With
+// (in the order of the clocks that changed them), then the position. While
+// the consumer has more messages pending (a rebuild, a projector behind),
+// the changes of several batches are stored together, up to 50,000 values
+// or a second, so that a value changed by many batches is written once. With
 // a server that fsyncs, values go out as atomic batches of at most 1,000
 // messages, one fsync each; on the embedded server, which fsyncs no KV
 // stream, as plain publishes sent all at once, each landing on its own

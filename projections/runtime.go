@@ -27,9 +27,10 @@ type Options struct {
 	// LeaseTTL is how long a projector that stopped renewing its lease
 	// keeps it; 5s when zero. It renews every LeaseTTL/3.
 	LeaseTTL time.Duration
-	// MaxBatch bounds the entries applied and stored together (and 32 MiB
-	// of messages); 10,000 when zero. Batches are what is waiting, so they
-	// grow only when the projector is behind.
+	// MaxBatch bounds the entries verified and applied together (and 32
+	// MiB of messages); 10,000 when zero. Batches are what is waiting, so
+	// they grow only when the projector is behind; then the changes of
+	// several batches are stored together.
 	MaxBatch int
 	// CacheSize bounds the values kept in memory between batches; 100,000
 	// when zero.
@@ -114,6 +115,11 @@ type Runtime struct {
 	// crashAfterModels, set by tests, makes a commit stop after the
 	// models and before the position, as a crash would.
 	crashAfterModels bool
+	// maxHeld and maxHold bound the changes held before storing them:
+	// values changed, and time (defaultMaxHeld, defaultMaxHold; tests
+	// change them).
+	maxHeld int
+	maxHold time.Duration
 }
 
 // errCrash is what a commit returns with crashAfterModels set.
@@ -127,8 +133,10 @@ func New(ctx context.Context, l *log.Log, fold Fold, opts Options) (*Runtime, er
 	d := direct{log: l, timeout: opts.Timeout}
 	r := &Runtime{
 		log: l, fold: fold, opts: opts, d: d,
-		store: &kvStore{js: l.JetStream(), nc: l.Conn(), d: d, stream: l.StreamName(), replicas: opts.Replicas},
-		hist:  &logHistory{d: d, stream: l.StreamName()},
+		store:   &kvStore{js: l.JetStream(), nc: l.Conn(), d: d, stream: l.StreamName(), replicas: opts.Replicas},
+		hist:    &logHistory{d: d, stream: l.StreamName()},
+		maxHeld: defaultMaxHeld,
+		maxHold: defaultMaxHold,
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
@@ -496,6 +504,26 @@ func (r *Runtime) follow(ctx context.Context, ls *lease, done func(position) boo
 	tick := time.NewTimer(idleTick)
 	defer tick.Stop()
 	idle := 0
+	// Batches applied but not yet stored: while the log has more waiting,
+	// the changes of several batches are stored together, so that a value
+	// changed by many of them is written once (a rebuild, a projector far
+	// behind). held is the clock they reach, 0 when nothing is held.
+	var held uint64
+	var heldSince time.Time
+	store := func() error {
+		if held == 0 {
+			return nil
+		}
+		last := held
+		held = 0
+		if pos, rev, err = r.save(ctx, st, ls, pos, rev, last); err != nil {
+			return err
+		}
+		if progress != nil {
+			progress(pos)
+		}
+		return nil
+	}
 	for {
 		tick.Reset(idleTick)
 		select {
@@ -505,13 +533,23 @@ func (r *Runtime) follow(ctx context.Context, ls *lease, done func(position) boo
 			if b.err != nil {
 				return false, b.err
 			}
-			if pos, rev, err = r.commit(ctx, st, ls, b, pos, rev); err != nil {
+			if err := r.absorb(ctx, st, b, &pos); err != nil {
 				return false, err
 			}
-			if progress != nil {
-				progress(pos)
+			if held == 0 {
+				heldSince = time.Now()
+			}
+			held = b.last
+			if b.pending == 0 || len(st.dirty) >= r.maxHeld || time.Since(heldSince) >= r.maxHold ||
+				(done != nil && done(pos.after(held))) {
+				if err := store(); err != nil {
+					return false, err
+				}
 			}
 		case <-tick.C:
+			if err := store(); err != nil {
+				return false, err
+			}
 			// Idle: messages deleted at the end of the log are passed
 			// over, so that a wait for their clocks ends. (The log never
 			// deletes its last message itself: an erasure comes after
@@ -527,10 +565,21 @@ func (r *Runtime) follow(ctx context.Context, ls *lease, done func(position) boo
 			return false, nil
 		}
 		if ls.asked() != "" {
+			if err := store(); err != nil {
+				return false, err
+			}
 			return true, nil
 		}
 	}
 }
+
+// Bounds on the changes a projector holds before storing them, when the
+// log has more waiting: values changed, and time since the first batch
+// held. Past them it stores, and its position moves.
+const (
+	defaultMaxHeld = 50_000
+	defaultMaxHold = time.Second
+)
 
 // maxBatchBytes bounds the messages of one batch, and those the consumer
 // holds.
@@ -541,6 +590,7 @@ type decodedBatch struct {
 	entries []log.Entry
 	corrupt []uint64 // clocks of the messages that do not verify
 	last    uint64   // clock of the last message
+	pending uint64   // messages the consumer has still to deliver after it
 	err     error
 }
 
@@ -568,7 +618,7 @@ func (r *Runtime) decodeLoop(ctx context.Context, msgs <-chan jetstream.Msg, out
 			}
 		}
 		var b decodedBatch
-		b.entries, b.corrupt, b.last, b.err = decodeBatch(batch)
+		b.entries, b.corrupt, b.last, b.pending, b.err = decodeBatch(batch)
 		select {
 		case out <- b:
 		case <-ctx.Done():
@@ -580,18 +630,19 @@ func (r *Runtime) decodeLoop(ctx context.Context, msgs <-chan jetstream.Msg, out
 	}
 }
 
-// commit applies and stores one batch of messages, then the position
-// after it.
-func (r *Runtime) commit(ctx context.Context, st *state, ls *lease, b decodedBatch, pos position, rev uint64) (position, uint64, error) {
-	entries, corrupt, last := b.entries, b.corrupt, b.last
-	if len(corrupt) > 0 {
-		pos.Corrupt += uint64(len(corrupt))
-		pos.LastCorrupt = corrupt[len(corrupt)-1]
-		r.opts.Logf("spl/projections: %s: skipped %d messages that do not verify (last at clock %d)", r.Name(), len(corrupt), pos.LastCorrupt)
+// absorb applies one batch of messages to st, and counts in pos the
+// messages that did not verify.
+func (r *Runtime) absorb(ctx context.Context, st *state, b decodedBatch, pos *position) error {
+	if len(b.corrupt) > 0 {
+		pos.Corrupt += uint64(len(b.corrupt))
+		pos.LastCorrupt = b.corrupt[len(b.corrupt)-1]
+		r.opts.Logf("spl/projections: %s: skipped %d messages that do not verify (last at clock %d)", r.Name(), len(b.corrupt), pos.LastCorrupt)
 	}
-	if err := st.apply(ctx, entries); err != nil {
-		return pos, rev, err
-	}
+	return st.apply(ctx, b.entries)
+}
+
+// save stores the changes st holds, then the position after clock last.
+func (r *Runtime) save(ctx context.Context, st *state, ls *lease, pos position, rev, last uint64) (position, uint64, error) {
 	ws, err := st.changes()
 	if err != nil {
 		return pos, rev, err
@@ -607,15 +658,21 @@ func (r *Runtime) commit(ctx context.Context, st *state, ls *lease, b decodedBat
 	if r.crashAfterModels {
 		return pos, rev, errCrash
 	}
-	pos.Clock = last
-	if pos.RebuildTo != 0 && pos.Clock >= pos.RebuildTo {
-		pos.RebuildTo = 0
-	}
+	pos = pos.after(last)
 	if rev, err = r.writePosition(ctx, pos, rev, ls.holder); err != nil {
 		return pos, rev, err
 	}
 	st.base = pos.Clock
 	return pos, rev, nil
+}
+
+// after returns p moved to clock: a rebuild that reached its end is done.
+func (p position) after(clock uint64) position {
+	p.Clock = clock
+	if p.RebuildTo != 0 && p.Clock >= p.RebuildTo {
+		p.RebuildTo = 0
+	}
+	return p
 }
 
 // passDeleted moves the position to the end of the log when every message
@@ -630,21 +687,19 @@ func (r *Runtime) passDeleted(ctx context.Context, pos position, rev uint64, ls 
 	if err != nil || len(ms) > 0 {
 		return pos, rev, err // a message to come: the consumer delivers it
 	}
-	pos.Clock = end
-	if pos.RebuildTo != 0 && pos.Clock >= pos.RebuildTo {
-		pos.RebuildTo = 0
-	}
+	pos = pos.after(end)
 	rev, err = r.writePosition(ctx, pos, rev, ls.holder)
 	return pos, rev, err
 }
 
 // decodeBatch verifies the messages of a batch, on every core, and returns
-// the entries, the clocks of the messages that do not verify, and the last
-// clock.
-func decodeBatch(batch []jetstream.Msg) ([]log.Entry, []uint64, uint64, error) {
+// the entries, the clocks of the messages that do not verify, the last
+// clock, and the messages pending after it.
+func decodeBatch(batch []jetstream.Msg) ([]log.Entry, []uint64, uint64, uint64, error) {
 	entries := make([]log.Entry, len(batch))
 	errs := make([]error, len(batch))
 	clocks := make([]uint64, len(batch))
+	pending := make([]uint64, len(batch))
 	decode := func(i int) {
 		m := batch[i]
 		md, err := m.Metadata()
@@ -652,7 +707,7 @@ func decodeBatch(batch []jetstream.Msg) ([]log.Entry, []uint64, uint64, error) {
 			errs[i] = fmt.Errorf("message metadata: %w", err)
 			return
 		}
-		clocks[i] = md.Sequence.Stream
+		clocks[i], pending[i] = md.Sequence.Stream, md.NumPending
 		entries[i], errs[i] = log.DecodeMessage(m.Subject(), md.Sequence.Stream, m.Headers(), m.Data())
 	}
 	workers := runtime.GOMAXPROCS(0)
@@ -683,8 +738,8 @@ func decodeBatch(batch []jetstream.Msg) ([]log.Entry, []uint64, uint64, error) {
 		case errors.Is(err, records.ErrCorrupt):
 			corrupt = append(corrupt, clocks[i])
 		default:
-			return nil, nil, 0, err
+			return nil, nil, 0, 0, err
 		}
 	}
-	return out, corrupt, clocks[len(clocks)-1], nil
+	return out, corrupt, clocks[len(clocks)-1], pending[len(pending)-1], nil
 }

@@ -596,6 +596,7 @@ func TestRebuildIsIdenticalToLive(t *testing.T) {
 	// Rebuild in another runtime while the first one runs: it hands the
 	// lease over and takes it back after.
 	rb := newRuntime(t, l, Options{MaxBatch: 10})
+	rb.maxHeld = 1 // a store, and progress, after every batch
 	var progress [][2]uint64
 	if err := rb.Rebuild(ctxT(t), func(done, total uint64) { progress = append(progress, [2]uint64{done, total}) }); err != nil {
 		t.Fatalf("Rebuild: %v", err)
@@ -638,6 +639,7 @@ func TestRebuildResumes(t *testing.T) {
 		a.add(fmt.Sprintf("th_%d", i%5), "agent.step", nil)
 	}
 	r := newRuntime(t, l, Options{MaxBatch: 5})
+	r.maxHeld = 1 // a store, and progress, after every batch
 	if err := r.CatchUp(ctxT(t), 40); err != nil {
 		t.Fatal(err)
 	}
@@ -670,4 +672,90 @@ func TestRebuildResumes(t *testing.T) {
 		t.Fatalf("resumed rebuild reported %d first, want where it stopped (≥10)", first)
 	}
 	sameModels(t, "live vs rebuilt", live, models(t, r))
+}
+
+// kvWrites returns how many writes the bucket of model has taken.
+func kvWrites(t *testing.T, r *Runtime, model string) uint64 {
+	t.Helper()
+	s, err := r.log.JetStream().Stream(ctxT(t), r.store.kvStream(model))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.CachedInfo().State.LastSeq
+}
+
+// A projector that is behind stores the changes of many batches together:
+// a value changed by each of them is written once, not once a batch.
+func TestBehindStoresBatchesTogether(t *testing.T) {
+	l := openLog(t, "")
+	a := &appender{t: t, l: l}
+	for i := range 400 {
+		a.add(fmt.Sprintf("th_%d", i%4), "agent.step", nil)
+	}
+	r := newRuntime(t, l, Options{MaxBatch: 10})
+	before := kvWrites(t, r, ModelThreads)
+	if err := r.CatchUp(ctxT(t), 400); err != nil {
+		t.Fatal(err)
+	}
+	// 40 batches of 10 records over 4 threads: storing every batch writes
+	// each thread 40 times.
+	if got := kvWrites(t, r, ModelThreads) - before; got < 4 || got > 40 {
+		t.Fatalf("%d writes of the threads model for 4 threads, want 4 to 40", got)
+	}
+	sameModels(t, "caught up vs a fold of the log in memory", models(t, r), reference(t, r))
+}
+
+// A projector that has caught up stores every batch as it comes, without
+// waiting for more, while records keep coming.
+func TestCaughtUpStoresAtOnce(t *testing.T) {
+	l := openLog(t, "")
+	r := newRuntime(t, l, Options{})
+	r.maxHold = time.Hour
+	ctx, cancel := context.WithCancel(ctxT(t))
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	// Appends every few milliseconds: the projector is never idle long
+	// enough to store on its idle tick.
+	stop := make(chan struct{})
+	appended := make(chan uint64, 1)
+	go func() {
+		defer close(appended)
+		for i := 0; ; i++ {
+			rec, err := records.New(records.ActKnow, "agent.step", "th_busy", actor, time.Now(), map[string]any{"n": i})
+			if err != nil {
+				t.Errorf("records.New: %v", err)
+				return
+			}
+			e, err := l.Append(ctx, rec)
+			if err != nil {
+				if ctx.Err() == nil {
+					t.Errorf("Append: %v", err)
+				}
+				return
+			}
+			if i == 20 {
+				appended <- e.Clock
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	defer func() {
+		close(stop)
+		for range appended {
+		}
+	}()
+	clock, ok := <-appended
+	if !ok {
+		t.Fatal("the appender stopped")
+	}
+	wctx, wcancel := context.WithTimeout(ctxT(t), 10*time.Second)
+	defer wcancel()
+	if err := r.Wait(wctx, clock); err != nil {
+		t.Fatalf("Wait for clock %d while records keep coming: %v", clock, err)
+	}
 }
