@@ -3,6 +3,7 @@ package records
 import (
 	"fmt"
 	"slices"
+	"unicode/utf8"
 )
 
 // Checkpoint body keys (wire format; never change).
@@ -41,6 +42,15 @@ func isCheckpointKey(k string) bool {
 // MarshalCBOR encodes c as a canonical CBOR map. It fails if a key of Extra
 // is the key of a field.
 func (c Checkpoint) MarshalCBOR() ([]byte, error) {
+	if len(c.Extra) == 0 && c.validUTF8() {
+		return c.appendCBOR(make([]byte, 0, c.sizeHint())), nil
+	}
+	return c.marshalMap()
+}
+
+// marshalMap encodes c through a map and the generic encoder: the
+// reference that appendCBOR matches, and the path for Extra.
+func (c Checkpoint) marshalMap() ([]byte, error) {
 	m := make(map[string]any, len(c.Extra)+5)
 	for k, v := range c.Extra {
 		if isCheckpointKey(k) {
@@ -63,6 +73,74 @@ func (c Checkpoint) MarshalCBOR() ([]byte, error) {
 		m[keyName] = c.Name
 	}
 	return encMode.Marshal(m)
+}
+
+// appendCBOR appends c, without Extra, as the canonical map the generic
+// encoder makes of it, with no reflection and no map: saving checkpoints
+// is the hot path. The keys go in canonical order (shorter first, then
+// bytewise): name, summary, learnings, next_steps, session_id. The
+// strings must be valid UTF-8 (validUTF8); TestCheckpointEncodings holds
+// it to the generic encoder.
+func (c Checkpoint) appendCBOR(b []byte) []byte {
+	n := uint64(1)
+	if c.Learnings != nil {
+		n++
+	}
+	if c.NextSteps != nil {
+		n++
+	}
+	if c.SessionID != "" {
+		n++
+	}
+	if c.Name != "" {
+		n++
+	}
+	b = appendHead(b, majorMap, n)
+	if c.Name != "" {
+		b = appendText(appendText(b, keyName), c.Name)
+	}
+	b = appendText(appendText(b, keySummary), c.Summary)
+	if c.Learnings != nil {
+		b = appendTexts(appendText(b, keyLearnings), c.Learnings)
+	}
+	if c.NextSteps != nil {
+		b = appendTexts(appendText(b, keyNextSteps), c.NextSteps)
+	}
+	if c.SessionID != "" {
+		b = appendText(appendText(b, keySessionID), c.SessionID)
+	}
+	return b
+}
+
+// appendTexts appends a CBOR array of text strings.
+func appendTexts(b []byte, ss []string) []byte {
+	b = appendHead(b, majorArray, uint64(len(ss)))
+	for _, s := range ss {
+		b = appendText(b, s)
+	}
+	return b
+}
+
+// validUTF8 reports whether every string of c's fields is valid UTF-8.
+func (c Checkpoint) validUTF8() bool {
+	ok := utf8.ValidString(c.Summary) && utf8.ValidString(c.SessionID) && utf8.ValidString(c.Name)
+	for _, ss := range [][]string{c.Learnings, c.NextSteps} {
+		for _, s := range ss {
+			ok = ok && utf8.ValidString(s)
+		}
+	}
+	return ok
+}
+
+// sizeHint is about the encoded size of c without Extra.
+func (c Checkpoint) sizeHint() int {
+	n := 64 + len(c.Summary) + len(c.SessionID) + len(c.Name)
+	for _, ss := range [][]string{c.Learnings, c.NextSteps} {
+		for _, s := range ss {
+			n += 9 + len(s)
+		}
+	}
+	return n
 }
 
 // UnmarshalCBOR decodes a checkpoint body as [DecodeCheckpoint] does.
