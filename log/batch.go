@@ -1,6 +1,7 @@
 package log
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,11 +42,10 @@ var (
 
 // pubAck is the server's answer to a publish or a batch commit.
 type pubAck struct {
-	Stream string `json:"stream"`
-	Seq    uint64 `json:"seq"`
-	Batch  string `json:"batch"`
-	Count  uint64 `json:"count"`
-	Error  *struct {
+	Seq   uint64 `json:"seq"`
+	Batch string `json:"batch"`
+	Count uint64 `json:"count"`
+	Error *struct {
 		Code        int    `json:"code"`
 		ErrCode     int    `json:"err_code"`
 		Description string `json:"description"`
@@ -145,7 +145,11 @@ func (w *writer) message(p *Pending) *nats.Msg {
 	return msg
 }
 
+// parseAck reads the server's answer to a publish.
 func parseAck(data []byte) (pubAck, error) {
+	if ack, ok := parsePlainAck(data); ok {
+		return ack, nil
+	}
 	var ack pubAck
 	if err := json.Unmarshal(data, &ack); err != nil {
 		return ack, fmt.Errorf("publish: unreadable ack %q: %w", data, err)
@@ -161,6 +165,37 @@ func parseAck(data []byte) (pubAck, error) {
 		return ack, fmt.Errorf("publish: ack without sequence: %q", data)
 	}
 	return ack, nil
+}
+
+// parsePlainAck reads the answer every landed plain publish gets,
+// {"stream":"<name>","seq":<clock>} exactly as the server writes it,
+// without encoding/json: one per append, on the writer's goroutine. It
+// reports false for anything else (an error, a batch's answer, another
+// layout), which parseAck then reads with encoding/json.
+func parsePlainAck(data []byte) (pubAck, bool) {
+	rest, ok := bytes.CutPrefix(data, []byte(`{"stream":"`))
+	if !ok {
+		return pubAck{}, false
+	}
+	i := bytes.IndexByte(rest, '"')
+	if i < 0 || bytes.IndexByte(rest[:i], '\\') >= 0 {
+		return pubAck{}, false
+	}
+	digits, ok := bytes.CutPrefix(rest[i+1:], []byte(`,"seq":`))
+	if !ok {
+		return pubAck{}, false
+	}
+	if digits, ok = bytes.CutSuffix(digits, []byte("}")); !ok || len(digits) == 0 || len(digits) > 19 || digits[0] == '0' {
+		return pubAck{}, false // 19 digits always fit a uint64; 0 and leading zeros are not a clock
+	}
+	var seq uint64
+	for _, d := range digits {
+		if d < '0' || d > '9' {
+			return pubAck{}, false
+		}
+		seq = seq*10 + uint64(d-'0')
+	}
+	return pubAck{Seq: seq}, true
 }
 
 // ackResult is the answer to one pipelined publish.
