@@ -62,3 +62,46 @@ func BenchmarkUnmarshalVerify(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCheckpointCodec: a typical checkpoint body encoded and decoded
+// directly (what MarshalCBOR and DecodeCheckpoint do) against the generic
+// encoder and decoder (through a map and generic values).
+func BenchmarkCheckpointCodec(b *testing.B) {
+	c := *typicalCheckpoint()
+	body, err := c.MarshalCBOR()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("encode/direct", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := c.MarshalCBOR(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encode/generic", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := c.marshalMap(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode/direct", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := DecodeCheckpoint(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode/generic", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := decodeCheckpointGeneric(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -161,6 +161,15 @@ func (c *Checkpoint) UnmarshalCBOR(data []byte) error {
 // that encoding the result again gives the same bytes. DecodeCheckpoint
 // does not apply [Checkpoint.Validate].
 func DecodeCheckpoint(body []byte) (*Checkpoint, error) {
+	if c, ok := decodeCheckpointDirect(body); ok {
+		return c, nil
+	}
+	return decodeCheckpointGeneric(body)
+}
+
+// decodeCheckpointGeneric is DecodeCheckpoint through generic values: the
+// reference, and the path for Extra and for every error.
+func decodeCheckpointGeneric(body []byte) (*Checkpoint, error) {
 	m, err := decodeBodyMap(body)
 	if err != nil {
 		return nil, fmt.Errorf("decode checkpoint: %w", err)
@@ -214,6 +223,76 @@ func DecodeCheckpoint(body []byte) (*Checkpoint, error) {
 }
 
 // stringList converts a generic array of text strings.
+// decodeCheckpointDirect decodes body without generic values when the
+// scanner accepts it as canonical and it holds the fields' keys only,
+// each with its field's type: what every checkpoint the sdk saves is, and
+// what every latest-checkpoint read decodes. It reports false for
+// anything else, which DecodeCheckpoint then decodes (or refuses) through
+// the generic decoder; FuzzDecodeCheckpoint holds the two to the same
+// result.
+func decodeCheckpointDirect(body []byte) (*Checkpoint, bool) {
+	if n, ok := scanCanonical(body, maxBodyDepth); !ok || n != len(body) {
+		return nil, false
+	}
+	// Canonical: every head is well-formed and in bounds, every text is
+	// valid UTF-8, keys are unique and sorted.
+	major, pairs, off, _ := scanHead(body)
+	if major != majorMap {
+		return nil, false
+	}
+	text := func() (string, bool) {
+		major, n, hl, _ := scanHead(body[off:])
+		if major != majorText {
+			return "", false
+		}
+		s := string(body[off+hl : off+hl+int(n)])
+		off += hl + int(n)
+		return s, true
+	}
+	c := &Checkpoint{}
+	for range pairs {
+		k, ok := text()
+		if !ok {
+			return nil, false
+		}
+		switch k {
+		case keySummary, keySessionID, keyName:
+			v, ok := text()
+			if !ok {
+				return nil, false
+			}
+			switch k {
+			case keySummary:
+				c.Summary = v
+			case keySessionID:
+				c.SessionID = v
+			default:
+				c.Name = v
+			}
+		case keyLearnings, keyNextSteps:
+			major, n, hl, _ := scanHead(body[off:])
+			if major != majorArray {
+				return nil, false
+			}
+			off += hl
+			list := make([]string, n)
+			for i := range list {
+				if list[i], ok = text(); !ok {
+					return nil, false
+				}
+			}
+			if k == keyLearnings {
+				c.Learnings = list
+			} else {
+				c.NextSteps = list
+			}
+		default:
+			return nil, false // Extra: generic values
+		}
+	}
+	return c, true
+}
+
 func stringList(field string, v any) ([]string, error) {
 	a, ok := v.([]any)
 	if !ok {

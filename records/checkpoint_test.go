@@ -10,7 +10,7 @@ import (
 
 // The direct encoding of a checkpoint is byte for byte what the generic
 // encoder makes of the same map, at every length boundary of CBOR's heads
-// and with absent, empty and long fields.
+// and with absent, empty and long fields; the direct decoder reads it back.
 func TestCheckpointEncodings(t *testing.T) {
 	lens := []int{0, 1, 23, 24, 255, 256, 65535, 65536}
 	var cases []Checkpoint
@@ -66,6 +66,9 @@ func TestCheckpointEncodings(t *testing.T) {
 		}
 		if !bytes.Equal(got, want) {
 			t.Fatalf("case %d: direct encoding\n% x\nwant (generic)\n% x", i, got[:min(len(got), 64)], want[:min(len(want), 64)])
+		}
+		if _, ok := decodeCheckpointDirect(got); !ok {
+			t.Fatalf("case %d: not decoded directly", i)
 		}
 		back, err := DecodeCheckpoint(got)
 		if err != nil {

@@ -2,6 +2,7 @@ package records
 
 import (
 	"bytes"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -74,6 +75,36 @@ func FuzzUnmarshal(f *testing.F) {
 			if fast.Header != ref.Header || fast.Salt != ref.Salt || !bytes.Equal(fast.Body, ref.Body) {
 				t.Fatalf("fast path and reference disagree on %x", data)
 			}
+		}
+	})
+}
+
+// FuzzDecodeCheckpoint holds the direct checkpoint decoder to the generic
+// one: whatever it decodes, the generic decoder decodes to the same value.
+func FuzzDecodeCheckpoint(f *testing.F) {
+	for _, c := range []Checkpoint{
+		{Summary: "s", Learnings: []string{"l"}},
+		{Summary: "s", Learnings: []string{}, NextSteps: []string{"a", "b"}, SessionID: "x", Name: "n"},
+		{Summary: "s", Extra: map[string]any{"a": 1}},
+	} {
+		b, err := c.MarshalCBOR()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte{0xa1, 0x67, 's', 'u', 'm', 'm', 'a', 'r', 'y', 0x01})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		direct, ok := decodeCheckpointDirect(data)
+		if !ok {
+			return
+		}
+		ref, err := decodeCheckpointGeneric(data)
+		if err != nil {
+			t.Fatalf("direct decoded %x to %+v; generic refused it: %v", data, direct, err)
+		}
+		if !reflect.DeepEqual(direct, ref) {
+			t.Fatalf("%x: direct %+v, generic %+v", data, direct, ref)
 		}
 	})
 }
