@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spl-dev/spl/projections"
 	"github.com/spl-dev/spl/records"
 )
 
@@ -96,4 +97,57 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// ThreadJSON is the JSON form of a thread of the thread index: an element
+// of the list the spl command prints with thread list --json and of the
+// threads the HTTP API of spl serve lists. Its field names are part of
+// both contracts.
+type ThreadJSON struct {
+	Thread      string            `json:"thread"`
+	Records     uint64            `json:"records"`
+	Checkpoints uint64            `json:"checkpoints"`
+	FirstClock  uint64            `json:"first_clock"` // 0 when unknown
+	FirstID     *string           `json:"first_id"`    // null when unknown
+	LastClock   uint64            `json:"last_clock"`
+	LastID      *string           `json:"last_id"`
+	LastActor   string            `json:"last_actor"`
+	LastTime    string            `json:"last_time"` // UTC, in TimeLayout: the last activity
+	LastTS      int64             `json:"last_ts"`   // the same in Unix milliseconds
+	Kinds       map[string]uint64 `json:"kinds"`
+	Actors      map[string]uint64 `json:"actors"`
+}
+
+// NewThreadJSON returns the JSON form of t.
+func NewThreadJSON(t ThreadInfo) ThreadJSON {
+	j := ThreadJSON{
+		Thread: t.Thread, Records: t.Records, Checkpoints: t.Checkpoints,
+		FirstClock: t.First, LastClock: t.Last, LastActor: t.LastActor,
+		LastTime: t.LastActive.UTC().Format(TimeLayout), LastTS: t.LastActive.UnixMilli(),
+		Kinds: nonNilMap(t.Kinds), Actors: nonNilMap(t.Actors),
+	}
+	if !t.FirstID.IsZero() {
+		s := t.FirstID.String()
+		j.FirstID = &s
+	}
+	if !t.LastID.IsZero() {
+		s := t.LastID.String()
+		j.LastID = &s
+	}
+	return j
+}
+
+// NewThreadJSONFromIndex returns the JSON form of t, a value of the thread
+// index as a projections.Reader reads it: the form NewThreadJSON gives the
+// ThreadInfo that Client.Threads makes of it.
+func NewThreadJSONFromIndex(t *projections.Thread) ThreadJSON {
+	return NewThreadJSON(threadInfo(t))
+}
+
+// nonNilMap makes an absent map print as {} rather than null.
+func nonNilMap(m map[string]uint64) map[string]uint64 {
+	if m == nil {
+		return map[string]uint64{}
+	}
+	return m
 }

@@ -9,23 +9,27 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/projections"
 	"github.com/spl-dev/spl/records"
+	"github.com/spl-dev/spl/sdk"
 )
 
 // Limits of the HTTP API.
 const (
-	defaultLimit = 1000      // records of one query page
-	maxLimit     = 10000     // records of one query page, at most
+	defaultLimit = 1000      // records of one query page, threads of one list
+	maxLimit     = 10000     // records of one query page, threads of one list, at most
 	maxClock     = 1<<63 - 1 // the largest clock a query names
+	// threadsWait bounds the wait of GET /v1/threads for the thread index
+	// to apply the log's last clock.
+	threadsWait = 2 * time.Second
 )
 
 // routes is the HTTP API. docs/http-api.yaml describes it.
@@ -460,58 +464,119 @@ func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, j)
 }
 
-// threadJSON is one thread of GET /v1/threads.
-type threadJSON struct {
-	Thread  string `json:"thread"`
-	Records uint64 `json:"records"`
+// threadsResponse is the answer of GET /v1/threads.
+type threadsResponse struct {
+	Threads  []threadJSON `json:"threads"`
+	Total    uint64       `json:"total"`     // threads in the index
+	AsOf     uint64       `json:"as_of"`     // every record up to this clock is reflected
+	LogClock uint64       `json:"log_clock"` // the log's last clock when the request came
 }
 
-// handleThreads lists the threads of the log from the stream's subject
-// index (one count per subject). The thread-index projection will answer
-// this without asking the stream once it runs in the server.
+// handleThreads lists the threads of the thread index, newest activity
+// first, as spl thread list does. It first waits, at most s.threadsWait,
+// until the index has applied the log's last clock, so that a thread
+// appended just before is listed; past that it answers what the index has
+// stored, and as_of says how far that goes.
 func (s *Server) handleThreads(w http.ResponseWriter, r *http.Request) {
 	l := s.liveLog(w)
 	if l == nil {
 		return
 	}
-	limit, err := uintParam(r.URL.Query(), "limit", defaultLimit, 0, maxLimit)
-	if err != nil {
+	q := r.URL.Query()
+	limit, err1 := uintParam(q, "limit", defaultLimit, 0, maxLimit)
+	actor, err2 := filterParam(q, "actor")
+	kind, err3 := filterParam(q, "kind")
+	since, err4 := timeParam(q, "since")
+	// The first parameter that is wrong is answered, in documented order.
+	if err := cmp.Or(err1, err2, err3, optional(records.CheckKind, kind), err4); err != nil {
 		s.m.refused.WithLabelValues("bad_param").Inc()
 		s.fail(w, r, err)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	st, err := l.JetStream().Stream(ctx, l.StreamName())
+	logClock, err := l.LastClock(ctx)
 	if err != nil {
-		s.fail(w, r, fmt.Errorf("stream: %w", err))
+		s.fail(w, r, fmt.Errorf("last clock: %w", err))
 		return
 	}
-	info, err := st.Info(ctx, jetstream.WithSubjectFilter(log.SubjectPrefix+".>"))
+	rt, err := s.indexRuntime(ctx, l)
 	if err != nil {
-		s.fail(w, r, fmt.Errorf("stream info: %w", err))
+		s.fail(w, r, fmt.Errorf("thread index: %w", err))
 		return
 	}
-	counts := make(map[string]uint64)
-	for subj, n := range info.State.Subjects {
-		parts := strings.SplitN(subj, ".", 4)
-		if len(parts) < 4 {
-			continue // not a record subject (garbage); verify reports it
+	asOf, err := s.waitIndex(ctx, rt, logClock)
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("thread index: %w", err))
+		return
+	}
+	resp := threadsResponse{Threads: []threadJSON{}, AsOf: asOf, LogClock: logClock}
+	// The threads bucket keeps one message per thread: its stream's count
+	// is the number of threads, without reading them.
+	st, err := streamState(ctx, l.JetStream(), "KV_"+projections.BucketName(l.StreamName(), projections.ModelThreads))
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("thread index: %w", err))
+		return
+	}
+	resp.Total = st.Msgs
+	if limit > 0 { // 0 asks for the counts alone
+		ts, err := projections.NewReader(l).Threads(ctx, projections.ThreadFilter{Actor: actor, Kind: kind, Since: since, Limit: int(limit)})
+		if err != nil {
+			s.fail(w, r, err)
+			return
 		}
-		if t, ok := log.ThreadFromToken(parts[2]); ok {
-			counts[t] += n
+		for _, t := range ts {
+			resp.Threads = append(resp.Threads, sdk.NewThreadJSONFromIndex(t))
 		}
 	}
-	out := make([]threadJSON, 0, len(counts))
-	for t, n := range counts {
-		out = append(out, threadJSON{Thread: t, Records: n})
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// waitIndex waits, at most s.threadsWait, until rt has applied clock, and
+// returns the clock the index has applied: every record up to it is in
+// the read models read after. A wait that times out is not an error.
+func (s *Server) waitIndex(ctx context.Context, rt *projections.Runtime, clock uint64) (uint64, error) {
+	wctx, cancel := context.WithTimeout(ctx, s.threadsWait)
+	defer cancel()
+	err := rt.Wait(wctx, clock)
+	var be *projections.BehindError
+	switch {
+	case err == nil:
+		// The position was at clock or past it; Position may have moved on
+		// since, never back (but for a rebuild, which a wait does not end in).
+		return max(rt.Position(), clock), nil
+	case errors.As(err, &be) && ctx.Err() == nil:
+		return max(rt.Position(), be.Clock), nil
 	}
-	slices.SortFunc(out, func(a, b threadJSON) int { return strings.Compare(a.Thread, b.Thread) })
-	total := len(out)
-	if len(out) > int(limit) {
-		out = out[:limit]
+	return 0, err
+}
+
+// filterParam returns the value of an optional filter parameter, "" when
+// absent. One given empty is refused: a filter left empty by mistake must
+// not widen the answer to everything.
+func filterParam(q url.Values, name string) (string, error) {
+	v, ok := q[name]
+	if !ok {
+		return "", nil
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"threads": out, "total": total})
+	if len(v) == 0 || v[0] == "" {
+		return "", &ConfigError{Field: name, Rule: "must not be empty when given"}
+	}
+	return v[0], nil
+}
+
+// timeParam parses an optional RFC 3339 time parameter, the zero time when
+// absent.
+func timeParam(q url.Values, name string) (time.Time, error) {
+	v, err := filterParam(q, name)
+	if err != nil || v == "" {
+		return time.Time{}, err
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, &ConfigError{Field: name, Rule: fmt.Sprintf("must be an RFC 3339 time such as 2026-11-21T23:46:52Z, got %q", v)}
+	}
+	return t, nil
 }
 
 // healthJSON is the answer of GET /healthz.

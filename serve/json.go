@@ -7,11 +7,13 @@ import (
 	"github.com/spl-dev/spl/sdk"
 )
 
-// recordJSON and checkpointJSON are the forms of a record and of a
-// checkpoint in the HTTP API: the same as the CLI's --json (sdk.RecordJSON).
+// recordJSON, checkpointJSON and threadJSON are the forms of a record, a
+// checkpoint and a thread of the thread index in the HTTP API: the same as
+// the CLI's --json (sdk.RecordJSON, sdk.ThreadJSON).
 type (
 	recordJSON     = sdk.RecordJSON
 	checkpointJSON = sdk.CheckpointJSON
+	threadJSON     = sdk.ThreadJSON
 )
 
 // corruptJSON is a stored message that failed verification.

@@ -58,3 +58,31 @@ func newIndexRuntime(ctx context.Context, l *log.Log, cfg Config, plog *slog.Log
 		Logf:     func(format string, args ...any) { plog.Warn(fmt.Sprintf(format, args...)) },
 	})
 }
+
+// indexRuntime returns the runtime of the index projection that reads wait
+// on: the server's projector, or, when the server runs none (no
+// Config.Projectors, or they are not started yet or failed to), one of its
+// own, made once, that nobody runs. Waiting on that one catches the index
+// up in the request, for as long as the wait lasts, when no process holds
+// the projection's lease (Runtime.Wait); the next request carries on from
+// the position it stored.
+func (s *Server) indexRuntime(ctx context.Context, l *log.Log) (*projections.Runtime, error) {
+	s.projMu.Lock()
+	ps := s.projectors
+	s.projMu.Unlock()
+	for _, p := range ps {
+		if r, ok := p.(*projections.Runtime); ok && r.Name() == projections.IndexName {
+			return r, nil
+		}
+	}
+	s.indexMu.Lock()
+	defer s.indexMu.Unlock()
+	if s.index == nil {
+		r, err := newIndexRuntime(ctx, l, s.cfg, s.logger.With("component", "projections"))
+		if err != nil {
+			return nil, err
+		}
+		s.index = r
+	}
+	return s.index, nil
+}

@@ -25,8 +25,9 @@ import (
 const actor = "did:sync:agent:test"
 
 // start runs a server on loopback with free ports in a fresh directory,
-// and shuts it down when the test ends.
-func start(t testing.TB, cfg Config) *Server {
+// and shuts it down when the test ends. tweaks change the server before
+// it starts.
+func start(t testing.TB, cfg Config, tweaks ...func(*Server)) *Server {
 	t.Helper()
 	if cfg.Dir == "" {
 		cfg.Dir = t.TempDir()
@@ -35,6 +36,9 @@ func start(t testing.TB, cfg Config) *Server {
 	s, err := New(cfg, nil)
 	if err != nil {
 		t.Fatalf("New: %v", err)
+	}
+	for _, tweak := range tweaks {
+		tweak(s)
 	}
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatalf("Start: %v", err)
@@ -214,13 +218,30 @@ func TestAPI(t *testing.T) {
 		}
 	})
 	t.Run("threads", func(t *testing.T) {
-		var l struct {
-			Threads []threadJSON `json:"threads"`
-			Total   int          `json:"total"`
+		// No projector runs in this server: the request catches the
+		// index up itself before it reads.
+		var l threadsResponse
+		if code := call(t, "GET", b+"/v1/threads", "", &l); code != http.StatusOK {
+			t.Fatalf("code=%d, want 200", code)
 		}
-		call(t, "GET", b+"/v1/threads", "", &l)
-		if got, want := fmt.Sprint(l.Threads), "[{other 1} {research/vector-db 6}]"; got != want {
-			t.Fatalf("threads=%s, want %s", got, want)
+		if got, want := threadNames(l.Threads), "other research/vector-db"; got != want {
+			t.Fatalf("threads=%s, want %s (newest activity first)", got, want)
+		}
+		if got, want := [3]uint64{l.Total, l.LogClock, l.AsOf}, [3]uint64{2, 7, 7}; got != want {
+			t.Fatalf("total, log_clock, as_of=%v, want %v", got, want)
+		}
+		th := l.Threads[1]
+		if got, want := [3]uint64{th.Records, th.Checkpoints, th.LastClock}, [3]uint64{6, 1, cp.Clock}; got != want {
+			t.Fatalf("records, checkpoints, last_clock=%v, want %v", got, want)
+		}
+		if th.FirstID == nil || *th.FirstID != got[0].ID || th.LastID == nil || *th.LastID != cp.ID {
+			t.Fatalf("first_id=%v last_id=%v, want %s and %s", th.FirstID, th.LastID, got[0].ID, cp.ID)
+		}
+		if got, want := [3]any{th.LastTime, th.LastTS, th.LastActor}, [3]any{cp.Time, cp.TS, actor}; got != want {
+			t.Fatalf("last_time, last_ts, last_actor=%v, want %v", got, want)
+		}
+		if got, want := fmt.Sprint(th.Kinds, th.Actors), fmt.Sprintf("map[agent.session.checkpoint:1 agent.step:5] map[%s:6]", actor); got != want {
+			t.Fatalf("kinds, actors=%s, want %s", got, want)
 		}
 	})
 	t.Run("healthz", func(t *testing.T) {
@@ -265,6 +286,13 @@ func TestRefused(t *testing.T) {
 		{"thread too long", "GET", "/v1/threads/" + strings.Repeat("a", 257) + "/records", "", 400, "thread", "must be 1-256 bytes of UTF-8, got 257 bytes"},
 		{"thread control", "GET", "/v1/threads/a%01b/records", "", 400, "thread", ""},
 		{"checkpoint thread", "GET", "/v1/threads/a%00b/checkpoint", "", 400, "thread", ""},
+		{"threads limit", "GET", "/v1/threads?limit=10001", "", 400, "limit", `must be an integer from 0 to 10000, got "10001"`},
+		{"threads empty actor", "GET", "/v1/threads?actor=", "", 400, "actor", "must not be empty when given"},
+		{"threads kind wildcard", "GET", "/v1/threads?kind=agent.*", "", 400, "kind", ""},
+		{"threads empty kind", "GET", "/v1/threads?kind=", "", 400, "kind", "must not be empty when given"},
+		{"threads since not a time", "GET", "/v1/threads?since=7d", "", 400, "since", `must be an RFC 3339 time such as 2026-11-21T23:46:52Z, got "7d"`},
+		{"threads since without zone", "GET", "/v1/threads?since=2026-11-21T23:46:52", "", 400, "since", ""},
+		{"threads empty since", "GET", "/v1/threads?since=", "", 400, "since", "must not be empty when given"},
 		{"unknown route", "GET", "/v1/nothing", "", 404, "", ""},
 		{"empty thread", "GET", "/v1/threads//records", "", 404, "", ""},
 		{"wrong method", "DELETE", "/v1/records", "", 405, "", ""},

@@ -42,6 +42,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/projections"
 )
 
 // Projector is a long-running consumer of the log that the server runs:
@@ -75,6 +76,11 @@ type Server struct {
 	projMu     sync.Mutex
 	projectors []Projector
 
+	indexMu sync.Mutex
+	index   *projections.Runtime // of its own, when no projector is the index (indexRuntime)
+
+	threadsWait time.Duration // bounds the wait of GET /v1/threads (threadsWait); tests shorten it
+
 	bg       context.Context // background work: opening the log, projectors
 	bgCancel context.CancelFunc
 	bgWG     sync.WaitGroup
@@ -101,7 +107,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spl/serve: %w", err)
 	}
-	s := &Server{cfg: cfg, logger: logger, nopts: nopts, own: own, ready: make(chan struct{})}
+	s := &Server{cfg: cfg, logger: logger, nopts: nopts, own: own, ready: make(chan struct{}), threadsWait: threadsWait}
 	s.reg = prometheus.NewRegistry()
 	s.m = newMetrics(s.reg, s)
 	return s, nil

@@ -15,46 +15,10 @@ import (
 )
 
 // threadJSON is an element of "thread list --json": a thread of the thread
-// index.
-type threadJSON struct {
-	Thread      string            `json:"thread"`
-	Records     uint64            `json:"records"`
-	Checkpoints uint64            `json:"checkpoints"`
-	FirstClock  uint64            `json:"first_clock"` // 0 when unknown
-	FirstID     *string           `json:"first_id"`    // null when unknown
-	LastClock   uint64            `json:"last_clock"`
-	LastID      *string           `json:"last_id"`
-	LastActor   string            `json:"last_actor"`
-	LastTime    string            `json:"last_time"` // sdk.TimeLayout, UTC: the last activity
-	LastTS      int64             `json:"last_ts"`   // the same in Unix milliseconds
-	Kinds       map[string]uint64 `json:"kinds"`
-	Actors      map[string]uint64 `json:"actors"`
-}
+// index, in the form the HTTP API of spl serve lists it too (sdk.ThreadJSON).
+type threadJSON = sdk.ThreadJSON
 
-func newThreadJSON(t sdk.ThreadInfo) threadJSON {
-	j := threadJSON{
-		Thread: t.Thread, Records: t.Records, Checkpoints: t.Checkpoints,
-		FirstClock: t.First, LastClock: t.Last, LastActor: t.LastActor,
-		LastTime: t.LastActive.UTC().Format(sdk.TimeLayout), LastTS: t.LastActive.UnixMilli(),
-		Kinds: nonNilMap(t.Kinds), Actors: nonNilMap(t.Actors),
-	}
-	if !t.FirstID.IsZero() {
-		s := t.FirstID.String()
-		j.FirstID = &s
-	}
-	if !t.LastID.IsZero() {
-		s := t.LastID.String()
-		j.LastID = &s
-	}
-	return j
-}
-
-func nonNilMap(m map[string]uint64) map[string]uint64 {
-	if m == nil {
-		return map[string]uint64{}
-	}
-	return m
-}
+func newThreadJSON(t sdk.ThreadInfo) threadJSON { return sdk.NewThreadJSON(t) }
 
 // kindsWidth is the width of the kinds cell of "thread list".
 const kindsWidth = 60
