@@ -149,9 +149,3 @@ func serveFlagRule(rule string) string {
 	b.WriteString(words(rule[last:]))
 	return b.String()
 }
-
-// indexProjector returns the runtime of the index projection on l, for
-// the server to run. Its buckets are replicated as the log's stream is.
-// Creating them is retried for a while (a cluster that just formed may
-// refuse at first); the server runs without projectors if it never
-// succeeds, and reads then catch the projection up themselves.
