@@ -631,13 +631,21 @@ func TestRebuildIsIdenticalToLive(t *testing.T) {
 	stop()
 }
 
-// An interrupted rebuild is resumed by the next projector, not restarted.
-func TestRebuildResumes(t *testing.T) {
+// stepsLog returns a log of n records spread in turn over threads th_0,
+// th_1, ….
+func stepsLog(t *testing.T, n, threads int) *log.Log {
+	t.Helper()
 	l := openLog(t, "")
 	a := &appender{t: t, l: l}
-	for i := range 40 {
-		a.add(fmt.Sprintf("th_%d", i%5), "agent.step", nil)
+	for i := range n {
+		a.add(fmt.Sprintf("th_%d", i%threads), "agent.step", nil)
 	}
+	return l
+}
+
+// An interrupted rebuild is resumed by the next projector, not restarted.
+func TestRebuildResumes(t *testing.T) {
+	l := stepsLog(t, 40, 5)
 	r := newRuntime(t, l, Options{MaxBatch: 5})
 	r.maxHeld = 1 // a store, and progress, after every batch
 	if err := r.CatchUp(ctxT(t), 40); err != nil {
@@ -687,11 +695,7 @@ func kvWrites(t *testing.T, r *Runtime, model string) uint64 {
 // A projector that is behind stores the changes of many batches together:
 // a value changed by each of them is written once, not once a batch.
 func TestBehindStoresBatchesTogether(t *testing.T) {
-	l := openLog(t, "")
-	a := &appender{t: t, l: l}
-	for i := range 400 {
-		a.add(fmt.Sprintf("th_%d", i%4), "agent.step", nil)
-	}
+	l := stepsLog(t, 400, 4)
 	r := newRuntime(t, l, Options{MaxBatch: 10})
 	before := kvWrites(t, r, ModelThreads)
 	if err := r.CatchUp(ctxT(t), 400); err != nil {

@@ -194,24 +194,13 @@ func decodeCheckpointGeneric(body []byte) (*Checkpoint, error) {
 				return nil, fmt.Errorf("decode checkpoint: %w",
 					fieldErrorf("body."+k, "must be a text string, got %s", goCBORType(v)))
 			}
-			switch k {
-			case keySummary:
-				c.Summary = s
-			case keySessionID:
-				c.SessionID = s
-			default:
-				c.Name = s
-			}
+			*c.textField(k) = s
 		case keyLearnings, keyNextSteps:
 			list, err := stringList("body."+k, v)
 			if err != nil {
 				return nil, fmt.Errorf("decode checkpoint: %w", err)
 			}
-			if k == keyLearnings {
-				c.Learnings = list
-			} else {
-				c.NextSteps = list
-			}
+			*c.listField(k) = list
 		default:
 			if c.Extra == nil {
 				c.Extra = make(map[string]any)
@@ -261,14 +250,7 @@ func decodeCheckpointDirect(body []byte) (*Checkpoint, bool) {
 			if !ok {
 				return nil, false
 			}
-			switch k {
-			case keySummary:
-				c.Summary = v
-			case keySessionID:
-				c.SessionID = v
-			default:
-				c.Name = v
-			}
+			*c.textField(k) = v
 		case keyLearnings, keyNextSteps:
 			major, n, hl, _ := scanHead(body[off:])
 			if major != majorArray {
@@ -281,16 +263,31 @@ func decodeCheckpointDirect(body []byte) (*Checkpoint, bool) {
 					return nil, false
 				}
 			}
-			if k == keyLearnings {
-				c.Learnings = list
-			} else {
-				c.NextSteps = list
-			}
+			*c.listField(k) = list
 		default:
 			return nil, false // Extra: generic values
 		}
 	}
 	return c, true
+}
+
+// textField returns the field of text key k: summary, session_id or name.
+func (c *Checkpoint) textField(k string) *string {
+	switch k {
+	case keySummary:
+		return &c.Summary
+	case keySessionID:
+		return &c.SessionID
+	}
+	return &c.Name
+}
+
+// listField returns the field of list key k: learnings or next_steps.
+func (c *Checkpoint) listField(k string) *[]string {
+	if k == keyLearnings {
+		return &c.Learnings
+	}
+	return &c.NextSteps
 }
 
 func stringList(field string, v any) ([]string, error) {
