@@ -185,28 +185,36 @@ func actorRule(actor string) string {
 	if len(actor) > maxActorLen {
 		return "must be at most 256 bytes, got " + strconv.Itoa(len(actor))
 	}
-	bad := "must be a DID, " + actorSyntax + ", got " + quote(actor)
+	if !validDID(actor) {
+		return "must be a DID, " + actorSyntax + ", got " + quote(actor)
+	}
+	return ""
+}
+
+// validDID reports whether actor is did:<method>:<id> with the characters
+// actorSyntax allows.
+func validDID(actor string) bool {
 	rest, ok := strings.CutPrefix(actor, "did:")
 	if !ok {
-		return bad
+		return false
 	}
 	method, id, ok := strings.Cut(rest, ":")
 	if !ok || method == "" || id == "" {
-		return bad
+		return false
 	}
 	for i := 0; i < len(method); i++ {
 		if c := method[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
-			return bad
+			return false
 		}
 	}
 	for i := 0; i < len(id); i++ {
 		c := id[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
 			c == '.' || c == '_' || c == ':' || c == '%' || c == '-') {
-			return bad
+			return false
 		}
 	}
-	return ""
+	return true
 }
 
 // ValidateBody checks a body's bytes: it must be a canonical CBOR map in the
