@@ -44,8 +44,13 @@ type EraseResult struct {
 // erasure record or a record of another thread (ErrNotErasable). An id
 // that an earlier erasure erased is reported in Already and otherwise
 // ignored. If the process dies after the append and before the deletes,
-// the next Open (or Erase) of the log finishes them.
-func (l *Log) Erase(ctx context.Context, thread string, ids []records.ID, reason, actor string) (EraseResult, error) {
+// the next Open (or Erase) of the log finishes them. With EraseAfter, the
+// erasure is appended only if the thread has not moved (see AppendAfter).
+func (l *Log) Erase(ctx context.Context, thread string, ids []records.ID, reason, actor string, opts ...EraseOption) (EraseResult, error) {
+	var o eraseOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if len(ids) == 0 {
 		return EraseResult{}, &records.FieldError{Field: "ids", Rule: "must name at least one record"}
 	}
@@ -66,7 +71,12 @@ func (l *Log) Erase(ctx context.Context, thread string, ids []records.ID, reason
 	if err != nil {
 		return EraseResult{}, err
 	}
-	if res.Erasure, err = l.Append(ctx, rec); err != nil {
+	if o.cond {
+		res.Erasure, err = l.AppendAfter(ctx, rec, o.after)
+	} else {
+		res.Erasure, err = l.Append(ctx, rec)
+	}
+	if err != nil {
 		return EraseResult{}, fmt.Errorf("append erasure: %w", err)
 	}
 	if l.afterEraseAppend != nil {
@@ -81,6 +91,24 @@ func (l *Log) Erase(ctx context.Context, thread string, ids []records.ID, reason
 		res.Erased = append(res.Erased, t.ID)
 	}
 	return res, nil
+}
+
+// EraseOption changes how Erase appends its erasure record.
+type EraseOption func(*eraseOptions)
+
+type eraseOptions struct {
+	cond  bool
+	after uint64
+}
+
+// EraseAfter makes Erase append its erasure record only if the thread's
+// last record is still the one at clock after, as AppendAfter does: for an
+// erasure decided from what the caller read of the thread (retention), so
+// that a record appended since, a pin say, is never overridden unseen.
+// When the thread has moved, Erase erases nothing and returns an error
+// wrapping ErrMoved.
+func EraseAfter(after uint64) EraseOption {
+	return func(o *eraseOptions) { o.cond, o.after = true, after }
 }
 
 // eraseTargets resolves ids on thread: the targets to erase, and the ids

@@ -262,3 +262,35 @@ func dirHolds(t *testing.T, dir, marker string) bool {
 	}
 	return found
 }
+
+// An erasure conditional on a clock the thread has moved past erases
+// nothing; on the thread's last clock it erases.
+func TestEraseAfter(t *testing.T) {
+	l := openTest(t, "")
+	ctx := ctxT(t)
+	victim, err := l.Append(ctx, newRec(t, "th_ea", "agent.step", map[string]any{"n": 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := l.Append(ctx, newRec(t, "th_ea", "agent.step", map[string]any{"n": 2}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Erase(ctx, "th_ea", []records.ID{victim.ID}, "test", actor, EraseAfter(victim.Clock))
+	if !errors.Is(err, ErrMoved) {
+		t.Fatalf("erase after a clock the thread moved past: %v, want ErrMoved", err)
+	}
+	if _, err := l.Get(ctx, victim.ID, "th_ea"); err != nil {
+		t.Fatalf("the record is gone after a refused erasure: %v", err)
+	}
+	res, err := l.Erase(ctx, "th_ea", []records.ID{victim.ID}, "test", actor, EraseAfter(last.Clock))
+	if err != nil {
+		t.Fatalf("erase after the thread's last clock: %v", err)
+	}
+	if len(res.Erased) != 1 || res.Erasure.Record.Header.Prev != last.ID {
+		t.Fatalf("erased %v, erasure chained on %s; want the victim, after %s", res.Erased, res.Erasure.Record.Header.Prev, last.ID)
+	}
+	if _, err := l.Get(ctx, victim.ID, "th_ea"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("erased record: %v, want ErrNotFound", err)
+	}
+}

@@ -18,6 +18,10 @@ var (
 	// ErrConflict reports an append whose chain expectation no longer holds
 	// after every retry the context allowed.
 	ErrConflict = errors.New("spl/log: append conflict")
+	// ErrMoved reports a conditional append (AppendAfter, Erase with
+	// EraseAfter) not made: its thread has records past the clock it
+	// named. Nothing was appended; read the thread again and decide anew.
+	ErrMoved = errors.New("spl/log: thread moved")
 )
 
 // CorruptError describes a stored message that failed verification. It

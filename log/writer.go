@@ -28,6 +28,11 @@ type Pending struct {
 	entry Entry
 	err   error
 
+	// cond makes the append conditional: it lands only right after the
+	// thread's record at clock after (0: on an empty thread).
+	cond  bool
+	after uint64
+
 	// taken is set by the writer once it has taken the append to send: it
 	// may land from then on, whatever ctx says.
 	taken atomic.Bool
@@ -103,6 +108,24 @@ func (l *Log) Append(ctx context.Context, rec *records.Record) (Entry, error) {
 // taken, it goes on to its outcome. A record that would pass
 // records.MaxEncodedSize once chained (its prev set) is refused here.
 func (l *Log) Submit(ctx context.Context, rec *records.Record) (*Pending, error) {
+	return l.submit(ctx, rec, false, 0)
+}
+
+// AppendAfter appends rec as Append does, but only if the last record of
+// its thread is still the one at clock after (0: only if the thread is
+// empty); else it appends nothing and returns an error wrapping ErrMoved.
+// A caller that decided what to append from what it read of the thread,
+// up to clock after, uses it so that no record appended since (by any
+// process) goes unseen by that decision.
+func (l *Log) AppendAfter(ctx context.Context, rec *records.Record, after uint64) (Entry, error) {
+	p, err := l.submit(ctx, rec, true, after)
+	if err != nil {
+		return Entry{}, err
+	}
+	return p.Wait(ctx)
+}
+
+func (l *Log) submit(ctx context.Context, rec *records.Record, cond bool, after uint64) (*Pending, error) {
 	if rec == nil {
 		return nil, errors.New("spl/log: append: nil record")
 	}
@@ -115,7 +138,7 @@ func (l *Log) Submit(ctx context.Context, rec *records.Record) (*Pending, error)
 	if err := fitsChained(rec); err != nil {
 		return nil, err
 	}
-	p := &Pending{rec: rec, ctx: ctx, done: make(chan struct{})}
+	p := &Pending{rec: rec, ctx: ctx, done: make(chan struct{}), cond: cond, after: after}
 	// Close waits for every Submit inside the gate before it stops the
 	// writer, so an append queued here is one the writer's drain answers.
 	l.w.gate.RLock()
@@ -710,6 +733,12 @@ func (w *writer) seal(batch []*Pending) ([]*Pending, error) {
 		t := p.rec.Header.Thread
 		if _, ok := runs[t]; !ok {
 			h, err := w.head(t)
+			if err == nil && p.cond && h.clock != p.after {
+				// The head the writer knows may be older than what the
+				// caller read: read it again before refusing.
+				delete(w.heads, t)
+				h, err = w.head(t)
+			}
 			if err != nil {
 				return batch, err
 			}
@@ -719,6 +748,17 @@ func (w *writer) seal(batch []*Pending) ([]*Pending, error) {
 	sealed := batch[:0:0]
 	for _, p := range batch {
 		i, r := len(sealed), runs[p.rec.Header.Thread]
+		if p.cond && (len(r.at) > 0 || r.base.clock != p.after) {
+			// Landed ahead of it, or about to: the server's check of the
+			// thread's last clock makes a stale head fail as a lost race,
+			// and the retry, with the head read again, ends here.
+			at := r.base.clock
+			if len(r.at) > 0 {
+				at = 0 // unknown until the batch lands
+			}
+			p.finish(Entry{}, movedError(p.rec.Header.Thread, p.after, at))
+			continue
+		}
 		p.sealed = p.rec.WithPrev(r.last)
 		data, err := p.sealed.Marshal()
 		if err != nil {
@@ -747,6 +787,15 @@ func (w *writer) seal(batch []*Pending) ([]*Pending, error) {
 		sealed = append(sealed, p)
 	}
 	return sealed, nil
+}
+
+// movedError says that thread is no longer at clock after: it is at clock
+// at (0: not known yet).
+func movedError(thread string, after, at uint64) error {
+	if at == 0 {
+		return fmt.Errorf("%w: thread %q has a record after clock %d", ErrMoved, thread, after)
+	}
+	return fmt.Errorf("%w: thread %q is at clock %d, not %d", ErrMoved, thread, at, after)
 }
 
 // head returns the thread's last record as the writer knows it, asking the

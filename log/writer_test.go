@@ -373,3 +373,114 @@ func TestContextEndsBeforeSend(t *testing.T) {
 		t.Fatalf("thread holds %d records, want %d", got, want)
 	}
 }
+
+// A conditional append lands only right after the clock it names, whoever
+// moved the thread, and a refused one leaves nothing behind.
+func TestConditionalAppend(t *testing.T) {
+	dir := t.TempDir()
+	a := openTest(t, dir)
+	b := openTest(t, dir) // another process on the same directory
+	ctx := ctxT(t)
+	const th = "th_cond"
+
+	first, err := a.AppendAfter(ctx, newRec(t, th, "agent.step", map[string]any{"n": 1}), 0)
+	if err != nil {
+		t.Fatalf("on an empty thread: %v", err)
+	}
+	if _, err := a.AppendAfter(ctx, newRec(t, th, "agent.step", map[string]any{"n": 2}), 0); !errors.Is(err, ErrMoved) {
+		t.Fatalf("after 0 on a thread at %d: %v, want ErrMoved", first.Clock, err)
+	}
+	// b moves the thread: a's head is stale, its expectation old.
+	moved, err := b.Append(ctx, newRec(t, th, "agent.step", map[string]any{"n": 3}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.AppendAfter(ctx, newRec(t, th, "agent.step", map[string]any{"n": 4}), first.Clock); !errors.Is(err, ErrMoved) {
+		t.Fatalf("after %d on a thread that b moved to %d: %v, want ErrMoved", first.Clock, moved.Clock, err)
+	}
+	// b moves it again: a's writer knows the clock before. What a read of
+	// the thread says is enough, whatever a's writer knew.
+	moved, err = b.Append(ctx, newRec(t, th, "agent.step", map[string]any{"n": 5}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := a.AppendAfter(ctx, newRec(t, th, "agent.step", map[string]any{"n": 6}), moved.Clock)
+	if err != nil {
+		t.Fatalf("after %d, the thread's last clock: %v", moved.Clock, err)
+	}
+	if e.Record.Header.Prev != moved.ID {
+		t.Fatalf("prev %s, want %s", e.Record.Header.Prev, moved.ID)
+	}
+	if got := count(t, a, th); got != 4 {
+		t.Fatalf("thread holds %d records, want 4 (the refused appends left nothing)", got)
+	}
+
+	// Racing conditional appends on one clock: exactly one lands.
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		l := a
+		if i%2 == 1 {
+			l = b
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = l.AppendAfter(ctx, newRec(t, th, "agent.step", map[string]any{"race": i}), e.Clock)
+		}()
+	}
+	wg.Wait()
+	landed := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			landed++
+		case !errors.Is(err, ErrMoved):
+			t.Fatalf("racing append: %v, want ErrMoved or nil", err)
+		}
+	}
+	if landed != 1 {
+		t.Fatalf("%d racing conditional appends landed, want 1 (%v)", landed, errs)
+	}
+	if got := count(t, a, th); got != 5 {
+		t.Fatalf("thread holds %d records, want 5", got)
+	}
+}
+
+// Two conditional appends on the same clock in one group commit: the first
+// lands, the second (which would chain on it) is refused.
+func TestConditionalAppendsInOneGroup(t *testing.T) {
+	for _, noSync := range []bool{false, true} {
+		t.Run(fmt.Sprintf("NoSync=%v", noSync), func(t *testing.T) {
+			l, p := openPaused(t, noSync)
+			ctx := ctxT(t)
+			base, err := l.Append(ctx, newRec(t, "th_group", "agent.step", map[string]any{"n": 0}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.hold(t, l)
+			var ps []*Pending
+			for i := range 2 {
+				pd, err := l.submit(ctx, newRec(t, "th_group", "agent.step", map[string]any{"n": i + 1}), true, base.Clock)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ps = append(ps, pd)
+			}
+			p.resume()
+			e, err := wait(t, ps[0])
+			if err != nil {
+				t.Fatalf("first conditional append: %v", err)
+			}
+			if e.Record.Header.Prev != base.ID {
+				t.Fatalf("first conditional append chains on %s, want %s", e.Record.Header.Prev, base.ID)
+			}
+			if _, err := wait(t, ps[1]); !errors.Is(err, ErrMoved) {
+				t.Fatalf("second conditional append on the same clock: %v, want ErrMoved", err)
+			}
+			if got := count(t, l, "th_group"); got != 2 {
+				t.Fatalf("thread holds %d records, want 2", got)
+			}
+		})
+	}
+}
