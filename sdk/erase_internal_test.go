@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -14,11 +15,7 @@ import (
 func TestEraseInChunks(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := Open(ctx, WithDir(t.TempDir()), WithActor("did:sync:agent:dev"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openClient(t, ctx, t.TempDir())
 	var ids []records.ID
 	for i := range 25 {
 		r, err := c.Emit(ctx, Event{Act: records.ActDo, Kind: "agent.step", Thread: "th_c", Body: map[string]any{"i": i}})
@@ -48,5 +45,64 @@ func TestEraseInChunks(t *testing.T) {
 	rep, err := c.Verify(ctx, "th_c")
 	if err != nil || !rep.OK() || len(rep.Erased) != 23 || rep.Checked != 5 {
 		t.Fatalf("verify: %+v, %v; want OK, 23 erased, 5 checked (2 left, 3 erasures)", rep, err)
+	}
+}
+
+// openClient opens a client on dir with an actor, closed when t ends.
+func openClient(t *testing.T, ctx context.Context, dir string) *Client {
+	t.Helper()
+	c, err := Open(ctx, WithDir(dir), WithActor("did:sync:agent:dev"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// A checkpoint pinned by another process after retention planned to erase
+// it, and before the erasure landed, is kept: the erasure is conditional
+// on the thread as the plan read it, and the plan is made again.
+func TestRetentionSparesPinMadeMeanwhile(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	const th = "th_race"
+	c := openClient(t, ctx, dir)
+	other := openClient(t, ctx, dir) // another process on the directory
+	var saved []Receipt
+	for i := range 3 {
+		r, err := c.SaveCheckpoint(ctx, th, "", records.Checkpoint{Summary: fmt.Sprintf("step %d", i), Learnings: []string{"l"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved = append(saved, r)
+	}
+	if _, err := c.SetRetention(ctx, "", RetentionPolicy{Thread: th, KeepLast: 1}); err != nil {
+		t.Fatal(err)
+	}
+	oldest := saved[0].ID
+	plans := 0
+	c.afterPlan = func() {
+		if plans++; plans == 1 {
+			if _, err := other.Pin(ctx, th, "", oldest, "keep the first step"); err != nil {
+				t.Errorf("Pin: %v", err)
+			}
+		}
+	}
+	res, err := c.ApplyRetention(ctx, "")
+	if err != nil {
+		t.Fatalf("ApplyRetention: %v", err)
+	}
+	if plans < 2 {
+		t.Fatalf("retention planned %d times, want again after the pin", plans)
+	}
+	if _, err := c.Record(ctx, oldest, th); err != nil {
+		t.Fatalf("the checkpoint pinned meanwhile is gone: %v (retention: %+v)", err, res)
+	}
+	if _, err := c.Record(ctx, saved[1].ID, th); err == nil {
+		t.Fatalf("the unpinned older checkpoint %s survived retention (keep last 1)", saved[1].ID)
+	}
+	if _, err := c.Record(ctx, saved[2].ID, th); err != nil {
+		t.Fatalf("the newest checkpoint is gone: %v", err)
 	}
 }

@@ -248,6 +248,46 @@ func (c *Client) enforceRetention(ctx context.Context, thread, actor string) (Re
 	if err != nil {
 		return RetentionResult{Thread: thread}, err
 	}
+	var done RetentionResult // erased by earlier rounds
+	for round := 1; ; round++ {
+		res, err := c.retainOnce(ctx, thread, actor, p, cached)
+		res.Erased = append(done.Erased, res.Erased...)
+		res.Erasures = append(done.Erasures, res.Erasures...)
+		if !errors.Is(err, splog.ErrMoved) || round == maxRetentionRounds {
+			return res, err
+		}
+		// The thread moved between the plan and its erasure (a save, a
+		// pin, a policy of the thread's own): plan again from what it
+		// holds now, under the policy as it stands now.
+		done = res
+		p, err = c.policies.refresh(thread, read)
+		if errors.Is(err, ErrNotFound) {
+			return done, nil
+		}
+		if err != nil {
+			return done, err
+		}
+		cached = false
+	}
+}
+
+// maxRetentionRounds bounds how often retention plans again because the
+// thread moved before its erasure landed. Retention that gives up is
+// retried by the next save or apply.
+const maxRetentionRounds = 5
+
+// retainOnce plans the retention of thread under policy p (read from the
+// cache when cached) and erases what the plan drops, provided that nothing
+// was appended to the thread since the plan read it: otherwise it erases
+// nothing more and returns an error wrapping log.ErrMoved.
+func (c *Client) retainOnce(ctx context.Context, thread, actor string, p RetentionPolicy, cached bool) (RetentionResult, error) {
+	read := func() (RetentionPolicy, error) { return c.RetentionFor(ctx, thread) }
+	// The clock the plan is valid at: everything the plan reads is at or
+	// before it, or the erasure, conditional on it, is refused.
+	at, err := c.threadClock(ctx, thread)
+	if err != nil {
+		return RetentionResult{Thread: thread, Policy: p}, fmt.Errorf("retention of %q: %w", thread, err)
+	}
 	now := time.Now()
 	res, drop, err := c.plan(ctx, thread, p, now)
 	if err == nil && len(drop) > 0 && cached {
@@ -271,12 +311,31 @@ func (c *Client) enforceRetention(ctx context.Context, thread, actor string) (Re
 	if err != nil || len(drop) == 0 {
 		return res, err
 	}
-	er, err := c.erase(ctx, thread, actor, drop, ReasonRetention, MaxErasureTargets)
+	if c.afterPlan != nil {
+		c.afterPlan()
+	}
+	er, err := c.eraseAfter(ctx, thread, actor, drop, ReasonRetention, MaxErasureTargets, &at)
 	res.Erased, res.Erasures = er.Erased, er.Erasures
 	if err != nil {
 		return res, fmt.Errorf("retention of %q: %w", thread, err)
 	}
 	return res, nil
+}
+
+// threadClock returns the clock of the last message of thread, 0 when it
+// has none; a last record that does not verify still has its clock.
+func (c *Client) threadClock(ctx context.Context, thread string) (uint64, error) {
+	e, err := c.log.Head(ctx, thread)
+	var ce *splog.CorruptError
+	switch {
+	case err == nil:
+		return e.Clock, nil
+	case errors.Is(err, ErrNotFound):
+		return 0, nil
+	case errors.As(err, &ce):
+		return ce.Clock, nil
+	}
+	return 0, fmt.Errorf("last record: %w", err)
 }
 
 // plan returns the checkpoints of thread that policy p does not keep at
