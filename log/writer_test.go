@@ -484,3 +484,35 @@ func TestConditionalAppendsInOneGroup(t *testing.T) {
 		})
 	}
 }
+
+// Appends queued when Close is called land, also on threads whose head the
+// writer has still to read: its reads go on while it drains.
+func TestCloseDrainsAppendsToUnseenThreads(t *testing.T) {
+	for _, noSync := range []bool{false, true} {
+		t.Run(fmt.Sprintf("NoSync=%v", noSync), func(t *testing.T) {
+			l, p := openPaused(t, noSync)
+			ctx := ctxT(t)
+			p.hold(t, l)
+			var ps []*Pending
+			for i := range 3 {
+				pd, err := l.Submit(ctx, newRec(t, fmt.Sprintf("th_unseen_%d", i), "agent.step", map[string]any{"n": i}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				ps = append(ps, pd)
+			}
+			closed := make(chan struct{})
+			go func() { defer close(closed); l.Close() }()
+			for !l.isClosed() {
+				time.Sleep(time.Millisecond)
+			}
+			p.resume()
+			for i, pd := range ps {
+				if _, err := wait(t, pd); err != nil {
+					t.Fatalf("append %d queued before Close: %v", i, err)
+				}
+			}
+			<-closed
+		})
+	}
+}
