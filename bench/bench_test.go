@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -25,6 +26,8 @@ func TestHarnessTiny(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out := t.TempDir()
+	profiles := t.TempDir()
+	t.Setenv(profileEnv, profiles)
 	report, path, err := run(ctx, Options{Mode: "tiny", Peers: "spl,sqlite", Out: out, WorkDir: t.TempDir(), Quiet: true})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, report)
@@ -51,6 +54,12 @@ func TestHarnessTiny(t *testing.T) {
 	}
 	if strings.Contains(report, "**error**") {
 		t.Errorf("report has errors:\n%s", report)
+	}
+	// With SPL_BENCH_PROFILE, each worker profiled its timed read phases.
+	for _, name := range []string{"spl-run1-w3.pprof", "spl-run1-w3s.pprof", "spl-run1-w6.pprof", "sqlite-run1-w3.pprof"} {
+		if fi, err := os.Stat(filepath.Join(profiles, name)); err != nil || fi.Size() == 0 {
+			t.Errorf("profile %s: %v", name, err)
+		}
 	}
 }
 

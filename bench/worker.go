@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"syscall"
 	"time"
 )
@@ -18,6 +19,38 @@ import (
 
 // workerEnv carries a worker's Request, as JSON.
 const workerEnv = "SPL_BENCH_WORKER"
+
+// profileEnv names a directory where every worker writes a CPU profile of
+// each timed latest-checkpoint and scan phase, <peer>-run<n>-<phase>.pprof,
+// to find where a figure's time goes. Unset, nothing is profiled. The
+// profiler's own cost (a few percent) is in the figures of such a run.
+const profileEnv = "SPL_BENCH_PROFILE"
+
+// profileTag is <peer>-run<n>, set by the worker for profile names.
+var profileTag = "bench"
+
+// profilePhase starts a CPU profile of phase key when profileEnv is set,
+// and returns what stops it.
+func profilePhase(key string) func() {
+	dir := os.Getenv(profileEnv)
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, profileTag+"-"+key+".pprof"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: profile %s: %v\n", key, err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: profile %s: %v\n", key, err)
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
+}
 
 // Request is what a worker process is asked to do.
 type Request struct {
@@ -67,6 +100,7 @@ func workerMain() int {
 		fmt.Fprintf(os.Stderr, "bench worker: bad request: %v\n", err)
 		return 2
 	}
+	profileTag = fmt.Sprintf("%s-run%d", req.Peer, req.Run)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res := Result{}

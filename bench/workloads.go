@@ -282,9 +282,11 @@ func measure(ctx context.Context, cfg *Config, peer Peer, run int, m *Metrics, l
 func scanPhase(ctx context.Context, cfg *Config, scan func(context.Context) (int, error), key string, m *Metrics) error {
 	sctx, cancel := context.WithTimeout(ctx, cfg.ScanLimit)
 	defer cancel()
+	stop := profilePhase(key)
 	t0 := time.Now()
 	n, err := scan(sctx)
 	el := time.Since(t0)
+	stop()
 	switch {
 	case err != nil && sctx.Err() != nil && ctx.Err() == nil:
 		m.Note("%s: stopped at the %s limit after %d records", key, cfg.ScanLimit, n)
@@ -311,9 +313,11 @@ func latestPhase(ctx context.Context, cfg *Config, st Store, plan *Plan, rng *ra
 			return fmt.Errorf("%s warm-up: %w", key, err)
 		}
 	}
+	stop := profilePhase(key)
 	s, err := timed(ctx, 1, cfg.Reads, func(int) error {
 		return check(st.Latest(ctx, plan.RandomThread(rng)))
 	})
+	stop()
 	if err != nil {
 		return fmt.Errorf("%s: %w", key, err)
 	}
