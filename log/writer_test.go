@@ -450,69 +450,74 @@ func TestConditionalAppend(t *testing.T) {
 // Two conditional appends on the same clock in one group commit: the first
 // lands, the second (which would chain on it) is refused.
 func TestConditionalAppendsInOneGroup(t *testing.T) {
-	for _, noSync := range []bool{false, true} {
-		t.Run(fmt.Sprintf("NoSync=%v", noSync), func(t *testing.T) {
-			l, p := openPaused(t, noSync)
-			ctx := ctxT(t)
-			base, err := l.Append(ctx, newRec(t, "th_group", "agent.step", map[string]any{"n": 0}))
+	bothModes(t, func(t *testing.T, l *Log, p *pause) {
+		ctx := ctxT(t)
+		base, err := l.Append(ctx, newRec(t, "th_group", "agent.step", map[string]any{"n": 0}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.hold(t, l)
+		var ps []*Pending
+		for i := range 2 {
+			pd, err := l.submit(ctx, newRec(t, "th_group", "agent.step", map[string]any{"n": i + 1}), true, base.Clock)
 			if err != nil {
 				t.Fatal(err)
 			}
-			p.hold(t, l)
-			var ps []*Pending
-			for i := range 2 {
-				pd, err := l.submit(ctx, newRec(t, "th_group", "agent.step", map[string]any{"n": i + 1}), true, base.Clock)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ps = append(ps, pd)
-			}
-			p.resume()
-			e, err := wait(t, ps[0])
-			if err != nil {
-				t.Fatalf("first conditional append: %v", err)
-			}
-			if e.Record.Header.Prev != base.ID {
-				t.Fatalf("first conditional append chains on %s, want %s", e.Record.Header.Prev, base.ID)
-			}
-			if _, err := wait(t, ps[1]); !errors.Is(err, ErrMoved) {
-				t.Fatalf("second conditional append on the same clock: %v, want ErrMoved", err)
-			}
-			if got := count(t, l, "th_group"); got != 2 {
-				t.Fatalf("thread holds %d records, want 2", got)
-			}
-		})
-	}
+			ps = append(ps, pd)
+		}
+		p.resume()
+		e, err := wait(t, ps[0])
+		if err != nil {
+			t.Fatalf("first conditional append: %v", err)
+		}
+		if e.Record.Header.Prev != base.ID {
+			t.Fatalf("first conditional append chains on %s, want %s", e.Record.Header.Prev, base.ID)
+		}
+		if _, err := wait(t, ps[1]); !errors.Is(err, ErrMoved) {
+			t.Fatalf("second conditional append on the same clock: %v, want ErrMoved", err)
+		}
+		if got := count(t, l, "th_group"); got != 2 {
+			t.Fatalf("thread holds %d records, want 2", got)
+		}
+	})
 }
 
 // Appends queued when Close is called land, also on threads whose head the
 // writer has still to read: its reads go on while it drains.
 func TestCloseDrainsAppendsToUnseenThreads(t *testing.T) {
+	bothModes(t, func(t *testing.T, l *Log, p *pause) {
+		ctx := ctxT(t)
+		p.hold(t, l)
+		var ps []*Pending
+		for i := range 3 {
+			pd, err := l.Submit(ctx, newRec(t, fmt.Sprintf("th_unseen_%d", i), "agent.step", map[string]any{"n": i}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps = append(ps, pd)
+		}
+		closed := make(chan struct{})
+		go func() { defer close(closed); l.Close() }()
+		for !l.isClosed() {
+			time.Sleep(time.Millisecond)
+		}
+		p.resume()
+		for i, pd := range ps {
+			if _, err := wait(t, pd); err != nil {
+				t.Fatalf("append %d queued before Close: %v", i, err)
+			}
+		}
+		<-closed
+	})
+}
+
+// bothModes runs f on a paused log in each of the writer's two ways of
+// sending a group: plain publishes and its own fsync, or atomic batches.
+func bothModes(t *testing.T, f func(t *testing.T, l *Log, p *pause)) {
 	for _, noSync := range []bool{false, true} {
 		t.Run(fmt.Sprintf("NoSync=%v", noSync), func(t *testing.T) {
 			l, p := openPaused(t, noSync)
-			ctx := ctxT(t)
-			p.hold(t, l)
-			var ps []*Pending
-			for i := range 3 {
-				pd, err := l.Submit(ctx, newRec(t, fmt.Sprintf("th_unseen_%d", i), "agent.step", map[string]any{"n": i}))
-				if err != nil {
-					t.Fatal(err)
-				}
-				ps = append(ps, pd)
-			}
-			closed := make(chan struct{})
-			go func() { defer close(closed); l.Close() }()
-			for !l.isClosed() {
-				time.Sleep(time.Millisecond)
-			}
-			p.resume()
-			for i, pd := range ps {
-				if _, err := wait(t, pd); err != nil {
-					t.Fatalf("append %d queued before Close: %v", i, err)
-				}
-			}
-			<-closed
+			f(t, l, p)
 		})
 	}
 }
