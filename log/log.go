@@ -114,16 +114,17 @@ func (o *Options) withDefaults() error {
 // concurrent use; all appends of a process go through one writer that
 // gathers them into group commits.
 type Log struct {
-	opts   Options
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	emb    *embedded
-	api    string   // direct get subject prefix of the stream
-	multi  *replies // answers to pipelined and batched gets
-	w      *writer
-	blocks *blockSyncer // the embedded log's fsync, done by the writer; nil with URL or NoSync
-	closed chan struct{}
-	once   sync.Once
+	opts    Options
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	emb     *embedded
+	api     string   // direct get subject prefix of the stream
+	multi   *replies // answers to pipelined and batched gets
+	w       *writer
+	blocks  *blockSyncer  // the embedded log's fsync, done by the writer; nil with URL or NoSync
+	closed  chan struct{} // Close began: no more appends
+	drained chan struct{} // the writer has drained its queue: no more reads
+	once    sync.Once
 
 	// lost is cancelled when the connection drops; a request in flight
 	// then can no longer be answered. It is replaced by a fresh one.
@@ -147,7 +148,7 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 	if err := opts.withDefaults(); err != nil {
 		return nil, err
 	}
-	l := &Log{opts: opts, closed: make(chan struct{})}
+	l := &Log{opts: opts, closed: make(chan struct{}), drained: make(chan struct{})}
 	l.lost, l.loseConn = context.WithCancel(context.Background())
 	var err error
 	if opts.URL != "" {
@@ -321,8 +322,9 @@ func (l *Log) Close() error {
 	l.once.Do(func() {
 		close(l.closed)
 		if l.w != nil {
-			l.w.stop()
+			l.w.stop() // its reads (heads, doubts) go on while it drains
 		}
+		close(l.drained)
 		if l.blocks != nil {
 			l.blocks.close()
 		}
@@ -341,6 +343,17 @@ func (l *Log) shutdown() {
 	}
 	if l.emb != nil {
 		l.emb.close()
+	}
+}
+
+// readsClosed reports whether reads are over: Close has begun and the
+// writer has landed what was queued before it.
+func (l *Log) readsClosed() bool {
+	select {
+	case <-l.drained:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -148,7 +148,7 @@ func (l *Log) request(ctx context.Context, subject string, body []byte) (stored,
 func (l *Log) requestAgain(ctx context.Context, subject string, body []byte) (*nats.Msg, error) {
 	var err error
 	for range 3 {
-		if l.isClosed() && !draining(ctx) {
+		if l.readsClosed() {
 			return nil, ErrClosed
 		}
 		var msg *nats.Msg
@@ -184,7 +184,7 @@ func (l *Log) scan(ctx context.Context, filter string, from, upTo uint64, page i
 	}
 	var buf []stored // reused: fn gets copies
 	for {
-		if l.isClosed() && !draining(ctx) {
+		if l.readsClosed() {
 			return ErrClosed
 		}
 		ms, more, err := l.getBatch(ctx, getRequest{Seq: from, NextFor: filter, Batch: page}, buf[:0])

@@ -689,7 +689,7 @@ func (w *writer) check(batch []*Pending, runs map[string]*run) (bool, uint64, er
 // resolve finds whether the record d describes landed: it returns its
 // entry, or a zero Entry when the thread moved on without it.
 func (w *writer) resolve(ctx context.Context, thread string, d doubt) (Entry, error) {
-	m, err := w.l.nthAfter(context.WithValue(ctx, drainKey{}, true), thread, d.after, d.pos)
+	m, err := w.l.nthAfter(ctx, thread, d.after, d.pos)
 	if errors.Is(err, ErrNotFound) {
 		return Entry{}, nil
 	}
@@ -789,23 +789,6 @@ func (w *writer) seal(batch []*Pending) ([]*Pending, error) {
 	return sealed, nil
 }
 
-// drainKey marks the context of a read the writer makes for an append:
-// after Close, such reads go on while the writer drains its queue (the
-// connection stays open until it has), where every other read gets
-// ErrClosed.
-type drainKey struct{}
-
-// writerContext is the root context of the writer's reads.
-func writerContext() context.Context {
-	return context.WithValue(context.Background(), drainKey{}, true)
-}
-
-// draining reports whether ctx is that of a read of the writer.
-func draining(ctx context.Context) bool {
-	v, _ := ctx.Value(drainKey{}).(bool)
-	return v
-}
-
 // movedError says that thread is no longer at clock after: it is at clock
 // at (0: not known yet).
 func movedError(thread string, after, at uint64) error {
@@ -823,7 +806,7 @@ func (w *writer) head(thread string) (head, error) {
 	if h, ok := w.heads[thread]; ok {
 		return h, nil
 	}
-	ctx, cancel := context.WithTimeout(writerContext(), w.l.opts.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), w.l.opts.Timeout)
 	defer cancel()
 	h, err := w.l.threadHead(ctx, thread)
 	if err != nil {
