@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -14,184 +13,12 @@ import (
 	"github.com/spl-dev/spl/records"
 )
 
-// ErrInDoubt reports an append whose outcome the log could not learn before
-// the caller's context ended (the server did not answer). The record may
-// have landed; appending the same *records.Record again resolves it without
-// a second copy.
-var ErrInDoubt = errors.New("spl/log: append outcome unknown")
-
-// Pending is an append on its way to the log.
-type Pending struct {
-	rec   *records.Record
-	ctx   context.Context
-	done  chan struct{}
-	entry Entry
-	err   error
-
-	// cond makes the append conditional: it lands only right after the
-	// thread's record at clock after (0: on an empty thread).
-	cond  bool
-	after uint64
-
-	// taken is set by the writer once it has taken the append to send: it
-	// may land from then on, whatever ctx says.
-	taken atomic.Bool
-
-	// Set by the writer while it owns the append.
-	sealed *records.Record
-	id     records.ID
-	data   []byte
-	first  bool   // first record of its thread in its batch
-	expect uint64 // when first: the thread's last clock it chains on
-
-	prevClock uint64 // clock of the record prev names, when before the batch
-	prevBack  int    // else how many messages back in the batch it is
-	back      string // HeaderBack: where the records before prev are
-}
-
-// Done is closed when the append has landed or failed.
-func (p *Pending) Done() <-chan struct{} { return p.done }
-
-// Wait blocks until the append has landed or failed, or ctx is done.
-//
-// When ctx ends first, the error wraps ctx's error, and also ErrInDoubt
-// when the append may still land: the writer has taken it, or the context
-// it was submitted with has not ended. Appending the same record again
-// then resolves it. An append whose own context ended before the writer
-// took it is never sent.
-func (p *Pending) Wait(ctx context.Context) (Entry, error) {
-	select {
-	case <-p.done:
-		return p.entry, p.err
-	case <-ctx.Done():
-	}
-	select {
-	case <-p.done:
-		return p.entry, p.err
-	default:
-	}
-	// The writer marks an append taken before it looks at the append's
-	// context (admit), so the context is read here before the mark: an
-	// append found ended and not taken is one the writer will drop.
-	if err := p.ctx.Err(); err != nil && !p.taken.Load() {
-		return Entry{}, fmt.Errorf("spl/log: append: %w", err)
-	}
-	return Entry{}, fmt.Errorf("%w: %w", ErrInDoubt, ctx.Err())
-}
-
-func (p *Pending) finish(e Entry, err error) {
-	p.entry, p.err = e, err
-	close(p.done)
-}
-
-// Append appends rec (unchained: its Prev is chosen by the log) to its
-// thread and returns once it is durable. Concurrent appends, from any
-// goroutine and to any thread, are gathered into group commits.
-//
-// When ctx ends before the append's outcome is known, the error wraps
-// ctx's error, and ErrInDoubt too if the writer had already taken the
-// append to send (it may land); without ErrInDoubt it was not sent.
-// Appending the same *records.Record again after it landed, or after an
-// ErrInDoubt, returns the stored entry (same id and clock) instead of a
-// second copy.
-func (l *Log) Append(ctx context.Context, rec *records.Record) (Entry, error) {
-	p, err := l.Submit(ctx, rec)
-	if err != nil {
-		return Entry{}, err
-	}
-	return p.Wait(ctx)
-}
-
-// Submit hands rec to the writer and returns at once (or when the writer's
-// queue has room, or ctx is done). The append itself is bounded by ctx too:
-// if ctx ends before the writer takes it to send, it is never sent; once
-// taken, it goes on to its outcome. A record that would pass
-// records.MaxEncodedSize once chained (its prev set) is refused here.
-func (l *Log) Submit(ctx context.Context, rec *records.Record) (*Pending, error) {
-	return l.submit(ctx, rec, false, 0)
-}
-
-// AppendAfter appends rec as Append does, but only if the last record of
-// its thread is still the one at clock after (0: only if the thread is
-// empty); else it appends nothing and returns an error wrapping ErrMoved.
-// A caller that decided what to append from what it read of the thread,
-// up to clock after, uses it so that no record appended since (by any
-// process) goes unseen by that decision.
-func (l *Log) AppendAfter(ctx context.Context, rec *records.Record, after uint64) (Entry, error) {
-	p, err := l.submit(ctx, rec, true, after)
-	if err != nil {
-		return Entry{}, err
-	}
-	return p.Wait(ctx)
-}
-
-func (l *Log) submit(ctx context.Context, rec *records.Record, cond bool, after uint64) (*Pending, error) {
-	if rec == nil {
-		return nil, errors.New("spl/log: append: nil record")
-	}
-	if !rec.Header.Prev.IsZero() {
-		return nil, fmt.Errorf("spl/log: append: record already chained (prev %s); submit the unchained record", rec.Header.Prev)
-	}
-	if err := rec.Validate(); err != nil {
-		return nil, err
-	}
-	if err := fitsChained(rec); err != nil {
-		return nil, err
-	}
-	p := &Pending{rec: rec, ctx: ctx, done: make(chan struct{}), cond: cond, after: after}
-	// Close waits for every Submit inside the gate before it stops the
-	// writer, so an append queued here is one the writer's drain answers.
-	l.w.gate.RLock()
-	defer l.w.gate.RUnlock()
-	if l.isClosed() {
-		return nil, ErrClosed
-	}
-	select {
-	case l.w.in <- p:
-		return p, nil
-	case <-l.closed:
-		return nil, ErrClosed
-	case <-ctx.Done():
-		return nil, fmt.Errorf("spl/log: append: %w", ctx.Err())
-	}
-}
-
-// chainSlack bounds what an envelope adds to its body, prev included: the
-// salt, the header and its longest fields. A body shorter than
-// records.MaxEncodedSize by more fits once chained, whatever its header.
-const chainSlack = 4 << 10
-
-// placeholderPrev stands for the prev the writer will set: every id
-// encodes to the same length.
-var placeholderPrev = records.ID{0: 1}
-
-// fitsChained refuses rec, valid unchained, when it would pass
-// records.MaxEncodedSize once the writer sets its prev: the writer could
-// not encode it, and it is the caller's to fix.
-func fitsChained(rec *records.Record) error {
-	if len(rec.Body) < records.MaxEncodedSize-chainSlack {
-		return nil
-	}
-	if _, err := rec.WithPrev(placeholderPrev).Marshal(); err != nil {
-		return fmt.Errorf("spl/log: append: once chained: %w", err)
-	}
-	return nil
-}
-
 // head is what the writer knows of a thread's last record.
 type head struct {
 	id      records.ID
 	clock   uint64   // the thread's last clock: what the next append expects
 	idClock uint64   // the clock of the record id names (0: unknown)
 	back    []uint64 // clocks of the records before it, newest first (at most backLen)
-}
-
-// doubt is an append that was sent but never answered: sealed with prev
-// after clock `after`, at position pos of its thread's run in the batch.
-type doubt struct {
-	id    records.ID
-	after uint64
-	pos   int
 }
 
 const (
@@ -340,62 +167,6 @@ func (w *writer) commit(batch []*Pending) {
 		live = append(live, p)
 	}
 	w.land(live, 0)
-}
-
-// recall finds an earlier append of the same record: landed, or in doubt
-// and now resolved. While a doubt cannot be resolved (the server does not
-// answer), it stays, and the retry fails with ErrInDoubt rather than risk
-// a second copy.
-func (w *writer) recall(ctx context.Context, rec *records.Record) (Entry, bool, error) {
-	w.mu.Lock()
-	l, ok := w.landed[rec.Header.BD]
-	d, doubtful := w.doubts[rec.Header.BD]
-	w.mu.Unlock()
-	if ok {
-		// The same body digest means the same salt and body; the id
-		// proves the header is the same too.
-		if sealed := rec.WithPrev(l.prev); sealed.ID() == l.id {
-			return Entry{Clock: l.clock, ID: l.id, Record: sealed}, true, nil
-		}
-	}
-	if !doubtful {
-		return Entry{}, false, nil
-	}
-	rctx, cancel := context.WithTimeout(ctx, w.l.opts.Timeout)
-	defer cancel()
-	e, err := w.resolve(rctx, rec.Header.Thread, d)
-	if err != nil {
-		return Entry{}, false, fmt.Errorf("%w: still unresolved: %v", ErrInDoubt, err)
-	}
-	w.mu.Lock()
-	delete(w.doubts, rec.Header.BD)
-	w.mu.Unlock()
-	if e.Clock == 0 {
-		return Entry{}, false, nil // it never landed: append it afresh
-	}
-	w.remember(e)
-	return e, true, nil
-}
-
-func (w *writer) remember(e Entry) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	bd := e.Record.Header.BD
-	if len(w.landedRing) < landedCap {
-		w.landedRing = append(w.landedRing, bd)
-	} else {
-		delete(w.landed, w.landedRing[w.landedNext])
-		w.landedRing[w.landedNext] = bd
-		w.landedNext = (w.landedNext + 1) % landedCap
-	}
-	w.landed[bd] = landedRec{clock: e.Clock, id: e.ID, prev: e.Record.Header.Prev}
-}
-
-// landedRec is what the writer remembers of a landed append: enough to
-// answer a retry without keeping the record itself alive.
-type landedRec struct {
-	clock    uint64
-	id, prev records.ID
 }
 
 const maxAttempts = 64
@@ -624,84 +395,6 @@ func (w *writer) fail(batch []*Pending, err error) {
 	}
 }
 
-// inDoubt handles a batch that was sent but not answered: it finds out
-// whether it landed (atomic: all or none), and retries it if it did not.
-func (w *writer) inDoubt(batch []*Pending, runs map[string]*run, cause error, attempt int) {
-	for {
-		landed, first, err := w.check(batch, runs)
-		if err == nil {
-			if landed {
-				w.landed1(batch, first, w.fsync())
-				return
-			}
-			for t := range runs {
-				delete(w.heads, t)
-			}
-			if attempt < maxAttempts {
-				w.land(batch, attempt+1)
-			} else {
-				w.fail(batch, cause)
-			}
-			return
-		}
-		// Still no answer: wait while any caller still waits.
-		alive := false
-		for _, p := range batch {
-			if p.ctx.Err() == nil {
-				alive = true
-			}
-		}
-		if !alive || w.l.isClosed() {
-			w.mu.Lock()
-			for _, p := range batch {
-				r := runs[p.rec.Header.Thread]
-				w.doubts[p.rec.Header.BD] = doubt{id: p.id, after: r.expect, pos: r.pos[p]}
-			}
-			w.mu.Unlock()
-			for t := range runs {
-				delete(w.heads, t)
-			}
-			w.fail(batch, fmt.Errorf("%w: %v", ErrInDoubt, cause))
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// check looks for the batch's first thread run on the log: the record after
-// the run's expected last clock is either the run's first record, or the
-// batch did not land.
-func (w *writer) check(batch []*Pending, runs map[string]*run) (bool, uint64, error) {
-	p := batch[0]
-	r := runs[p.rec.Header.Thread]
-	ctx, cancel := context.WithTimeout(context.Background(), w.l.opts.Timeout)
-	defer cancel()
-	e, err := w.resolve(ctx, p.rec.Header.Thread, doubt{id: p.id, after: r.expect, pos: 0})
-	if err != nil {
-		return false, 0, err
-	}
-	if e.Clock == 0 {
-		return false, 0, nil
-	}
-	return true, e.Clock, nil
-}
-
-// resolve finds whether the record d describes landed: it returns its
-// entry, or a zero Entry when the thread moved on without it.
-func (w *writer) resolve(ctx context.Context, thread string, d doubt) (Entry, error) {
-	m, err := w.l.nthAfter(ctx, thread, d.after, d.pos)
-	if errors.Is(err, ErrNotFound) {
-		return Entry{}, nil
-	}
-	if err != nil {
-		return Entry{}, err
-	}
-	if m.hdr.Get(HeaderID) != d.id.String() {
-		return Entry{}, nil
-	}
-	return m.decode()
-}
-
 // run is the records of one thread within a batch.
 type run struct {
 	expect uint64 // the thread's last clock before the batch
@@ -787,15 +480,6 @@ func (w *writer) seal(batch []*Pending) ([]*Pending, error) {
 		sealed = append(sealed, p)
 	}
 	return sealed, nil
-}
-
-// movedError says that thread is no longer at clock after: it is at clock
-// at (0: not known yet).
-func movedError(thread string, after, at uint64) error {
-	if at == 0 {
-		return fmt.Errorf("%w: thread %q has a record after clock %d", ErrMoved, thread, after)
-	}
-	return fmt.Errorf("%w: thread %q is at clock %d, not %d", ErrMoved, thread, at, after)
 }
 
 // head returns the thread's last record as the writer knows it, asking the

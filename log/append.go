@@ -1,0 +1,183 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/spl-dev/spl/records"
+)
+
+// ErrInDoubt reports an append whose outcome the log could not learn before
+// the caller's context ended (the server did not answer). The record may
+// have landed; appending the same *records.Record again resolves it without
+// a second copy.
+var ErrInDoubt = errors.New("spl/log: append outcome unknown")
+
+// Pending is an append on its way to the log.
+type Pending struct {
+	rec   *records.Record
+	ctx   context.Context
+	done  chan struct{}
+	entry Entry
+	err   error
+
+	// cond makes the append conditional: it lands only right after the
+	// thread's record at clock after (0: on an empty thread).
+	cond  bool
+	after uint64
+
+	// taken is set by the writer once it has taken the append to send: it
+	// may land from then on, whatever ctx says.
+	taken atomic.Bool
+
+	// Set by the writer while it owns the append.
+	sealed *records.Record
+	id     records.ID
+	data   []byte
+	first  bool   // first record of its thread in its batch
+	expect uint64 // when first: the thread's last clock it chains on
+
+	prevClock uint64 // clock of the record prev names, when before the batch
+	prevBack  int    // else how many messages back in the batch it is
+	back      string // HeaderBack: where the records before prev are
+}
+
+// Done is closed when the append has landed or failed.
+func (p *Pending) Done() <-chan struct{} { return p.done }
+
+// Wait blocks until the append has landed or failed, or ctx is done.
+//
+// When ctx ends first, the error wraps ctx's error, and also ErrInDoubt
+// when the append may still land: the writer has taken it, or the context
+// it was submitted with has not ended. Appending the same record again
+// then resolves it. An append whose own context ended before the writer
+// took it is never sent.
+func (p *Pending) Wait(ctx context.Context) (Entry, error) {
+	select {
+	case <-p.done:
+		return p.entry, p.err
+	case <-ctx.Done():
+	}
+	select {
+	case <-p.done:
+		return p.entry, p.err
+	default:
+	}
+	// The writer marks an append taken before it looks at the append's
+	// context (admit), so the context is read here before the mark: an
+	// append found ended and not taken is one the writer will drop.
+	if err := p.ctx.Err(); err != nil && !p.taken.Load() {
+		return Entry{}, fmt.Errorf("spl/log: append: %w", err)
+	}
+	return Entry{}, fmt.Errorf("%w: %w", ErrInDoubt, ctx.Err())
+}
+
+func (p *Pending) finish(e Entry, err error) {
+	p.entry, p.err = e, err
+	close(p.done)
+}
+
+// Append appends rec (unchained: its Prev is chosen by the log) to its
+// thread and returns once it is durable. Concurrent appends, from any
+// goroutine and to any thread, are gathered into group commits.
+//
+// When ctx ends before the append's outcome is known, the error wraps
+// ctx's error, and ErrInDoubt too if the writer had already taken the
+// append to send (it may land); without ErrInDoubt it was not sent.
+// Appending the same *records.Record again after it landed, or after an
+// ErrInDoubt, returns the stored entry (same id and clock) instead of a
+// second copy.
+func (l *Log) Append(ctx context.Context, rec *records.Record) (Entry, error) {
+	p, err := l.Submit(ctx, rec)
+	if err != nil {
+		return Entry{}, err
+	}
+	return p.Wait(ctx)
+}
+
+// Submit hands rec to the writer and returns at once (or when the writer's
+// queue has room, or ctx is done). The append itself is bounded by ctx too:
+// if ctx ends before the writer takes it to send, it is never sent; once
+// taken, it goes on to its outcome. A record that would pass
+// records.MaxEncodedSize once chained (its prev set) is refused here.
+func (l *Log) Submit(ctx context.Context, rec *records.Record) (*Pending, error) {
+	return l.submit(ctx, rec, false, 0)
+}
+
+// AppendAfter appends rec as Append does, but only if the last record of
+// its thread is still the one at clock after (0: only if the thread is
+// empty); else it appends nothing and returns an error wrapping ErrMoved.
+// A caller that decided what to append from what it read of the thread,
+// up to clock after, uses it so that no record appended since (by any
+// process) goes unseen by that decision.
+func (l *Log) AppendAfter(ctx context.Context, rec *records.Record, after uint64) (Entry, error) {
+	p, err := l.submit(ctx, rec, true, after)
+	if err != nil {
+		return Entry{}, err
+	}
+	return p.Wait(ctx)
+}
+
+func (l *Log) submit(ctx context.Context, rec *records.Record, cond bool, after uint64) (*Pending, error) {
+	if rec == nil {
+		return nil, errors.New("spl/log: append: nil record")
+	}
+	if !rec.Header.Prev.IsZero() {
+		return nil, fmt.Errorf("spl/log: append: record already chained (prev %s); submit the unchained record", rec.Header.Prev)
+	}
+	if err := rec.Validate(); err != nil {
+		return nil, err
+	}
+	if err := fitsChained(rec); err != nil {
+		return nil, err
+	}
+	p := &Pending{rec: rec, ctx: ctx, done: make(chan struct{}), cond: cond, after: after}
+	// Close waits for every Submit inside the gate before it stops the
+	// writer, so an append queued here is one the writer's drain answers.
+	l.w.gate.RLock()
+	defer l.w.gate.RUnlock()
+	if l.isClosed() {
+		return nil, ErrClosed
+	}
+	select {
+	case l.w.in <- p:
+		return p, nil
+	case <-l.closed:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, fmt.Errorf("spl/log: append: %w", ctx.Err())
+	}
+}
+
+// chainSlack bounds what an envelope adds to its body, prev included: the
+// salt, the header and its longest fields. A body shorter than
+// records.MaxEncodedSize by more fits once chained, whatever its header.
+const chainSlack = 4 << 10
+
+// placeholderPrev stands for the prev the writer will set: every id
+// encodes to the same length.
+var placeholderPrev = records.ID{0: 1}
+
+// fitsChained refuses rec, valid unchained, when it would pass
+// records.MaxEncodedSize once the writer sets its prev: the writer could
+// not encode it, and it is the caller's to fix.
+func fitsChained(rec *records.Record) error {
+	if len(rec.Body) < records.MaxEncodedSize-chainSlack {
+		return nil
+	}
+	if _, err := rec.WithPrev(placeholderPrev).Marshal(); err != nil {
+		return fmt.Errorf("spl/log: append: once chained: %w", err)
+	}
+	return nil
+}
+
+// movedError says that thread is no longer at clock after: it is at clock
+// at (0: not known yet).
+func movedError(thread string, after, at uint64) error {
+	if at == 0 {
+		return fmt.Errorf("%w: thread %q has a record after clock %d", ErrMoved, thread, after)
+	}
+	return fmt.Errorf("%w: thread %q is at clock %d, not %d", ErrMoved, thread, at, after)
+}
