@@ -49,6 +49,10 @@ func BucketName(stream, model string) string {
 	return "spl_proj_" + b.String() + "_" + model
 }
 
+// kvStreamName is the stream that holds the bucket of model for the log
+// in stream.
+func kvStreamName(stream, model string) string { return "KV_" + BucketName(stream, model) }
+
 // kvStore is the Store of the runtime: one KV bucket per model (history
 // 1), every write expecting its key's revision. On a server that fsyncs
 // (a server of its own, a cluster) the writes go out as atomic batches:
@@ -67,7 +71,7 @@ type kvStore struct {
 var _ Store = (*kvStore)(nil)
 
 func (s *kvStore) bucket(model string) string       { return BucketName(s.stream, model) }
-func (s *kvStore) kvStream(model string) string     { return "KV_" + s.bucket(model) }
+func (s *kvStore) kvStream(model string) string     { return kvStreamName(s.stream, model) }
 func (s *kvStore) subject(model, key string) string { return "$KV." + s.bucket(model) + "." + key }
 
 // ensure creates the bucket of model with the settings the store needs

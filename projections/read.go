@@ -28,7 +28,19 @@ func NewReader(l *log.Log) *Reader {
 	return &Reader{log: l, d: direct{log: l, timeout: 10 * time.Second}}
 }
 
-func (rd *Reader) stream(model string) string { return "KV_" + BucketName(rd.log.StreamName(), model) }
+func (rd *Reader) stream(model string) string { return kvStreamName(rd.log.StreamName(), model) }
+
+// ThreadCount returns how many threads the thread index holds, from the
+// state of its bucket's stream (one message per thread), without reading
+// them. A thread whose every record was erased by an erasure on another
+// thread leaves a delete marker, which counts too.
+func (rd *Reader) ThreadCount(ctx context.Context) (uint64, error) {
+	s, err := rd.log.JetStream().Stream(ctx, rd.stream(ModelThreads))
+	if err != nil {
+		return 0, fmt.Errorf("thread count: %w", err)
+	}
+	return s.CachedInfo().State.Msgs, nil
+}
 
 // get returns the value of key in model, or an error wrapping
 // log.ErrNotFound.

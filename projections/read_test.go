@@ -67,6 +67,10 @@ func TestThreadsNewestActivityFirst(t *testing.T) {
 			t.Errorf("Threads(%+v)=%v, want %v", tc.f, names, tc.want)
 		}
 	}
+	// Three threads got a second record: still ten threads.
+	if n, err := rd.ThreadCount(ctxT(t)); err != nil || n != 10 {
+		t.Errorf("ThreadCount=%d, %v; want 10", n, err)
+	}
 }
 
 func TestCheckpointsNewestFirstPaged(t *testing.T) {

@@ -511,16 +511,13 @@ func (s *Server) handleThreads(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp := threadsResponse{Threads: []threadJSON{}, AsOf: asOf, LogClock: logClock}
-	// The threads bucket keeps one message per thread: its stream's count
-	// is the number of threads, without reading them.
-	st, err := streamState(ctx, l.JetStream(), "KV_"+projections.BucketName(l.StreamName(), projections.ModelThreads))
-	if err != nil {
+	rd := projections.NewReader(l)
+	if resp.Total, err = rd.ThreadCount(ctx); err != nil {
 		s.fail(w, r, fmt.Errorf("thread index: %w", err))
 		return
 	}
-	resp.Total = st.Msgs
 	if limit > 0 { // 0 asks for the counts alone
-		ts, err := projections.NewReader(l).Threads(ctx, projections.ThreadFilter{Actor: actor, Kind: kind, Since: since, Limit: int(limit)})
+		ts, err := rd.Threads(ctx, projections.ThreadFilter{Actor: actor, Kind: kind, Since: since, Limit: int(limit)})
 		if err != nil {
 			s.fail(w, r, err)
 			return
