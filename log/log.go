@@ -348,18 +348,15 @@ func (l *Log) shutdown() {
 
 // readsClosed reports whether reads are over: Close has begun and the
 // writer has landed what was queued before it.
-func (l *Log) readsClosed() bool {
-	select {
-	case <-l.drained:
-		return true
-	default:
-		return false
-	}
-}
+func (l *Log) readsClosed() bool { return isDone(l.drained) }
 
-func (l *Log) isClosed() bool {
+// isClosed reports whether Close has begun: appends are refused.
+func (l *Log) isClosed() bool { return isDone(l.closed) }
+
+// isDone reports whether ch is closed, without waiting.
+func isDone(ch <-chan struct{}) bool {
 	select {
-	case <-l.closed:
+	case <-ch:
 		return true
 	default:
 		return false

@@ -215,9 +215,10 @@ func TestCatchUpMatchesMemoryFold(t *testing.T) {
 	sameModels(t, "KV vs memory", models(t, r), reference(t, r))
 }
 
-// A crash between storing the models and storing the position: the next
-// projector applies the batch again, and nothing changes.
-func TestCrashBeforePositionChangesNothing(t *testing.T) {
+// halfwayLog returns a log of 20 steps, its appender, and a runtime of
+// Index caught up to clock 10.
+func halfwayLog(t *testing.T) (*log.Log, *appender, *Runtime) {
+	t.Helper()
 	l := openLog(t, "")
 	a := &appender{t: t, l: l}
 	a.steps(20)
@@ -225,6 +226,13 @@ func TestCrashBeforePositionChangesNothing(t *testing.T) {
 	if err := r.CatchUp(ctxT(t), 10); err != nil {
 		t.Fatal(err)
 	}
+	return l, a, r
+}
+
+// A crash between storing the models and storing the position: the next
+// projector applies the batch again, and nothing changes.
+func TestCrashBeforePositionChangesNothing(t *testing.T) {
+	l, a, r := halfwayLog(t)
 	before := storedClock(t, r)
 	beforeModels := models(t, r)
 	es := entries(t, l)
@@ -261,13 +269,7 @@ func TestCrashBeforePositionChangesNothing(t *testing.T) {
 // before the embedded writer's fsync can make it, while KV kept its
 // writes): the next projector rebuilds instead of trusting them.
 func TestPositionPastEndOfLogRebuilds(t *testing.T) {
-	l := openLog(t, "")
-	a := &appender{t: t, l: l}
-	a.steps(20)
-	r := newRuntime(t, l, Options{})
-	if err := r.CatchUp(ctxT(t), 10); err != nil {
-		t.Fatal(err)
-	}
+	l, _, r := halfwayLog(t)
 	end, _ := l.LastClock(ctxT(t))
 	// The models hold the first 10 clocks; the position claims far more
 	// than the log has.
