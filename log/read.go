@@ -607,6 +607,20 @@ func (l *Log) Get(ctx context.Context, id records.ID, thread string) (Entry, err
 	return found.decode()
 }
 
+// ThreadClock is the clock of the newest message of thread (0 when it has
+// none), read without decoding it: a message that does not verify has a
+// clock too.
+func (l *Log) ThreadClock(ctx context.Context, thread string) (uint64, error) {
+	m, err := l.get(ctx, getRequest{LastFor: ThreadSubject(thread)})
+	if errors.Is(err, ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("last clock of %s: %w", thread, err)
+	}
+	return m.clock, nil
+}
+
 // LastClock is the clock of the newest record in the log (0 when empty).
 func (l *Log) LastClock(ctx context.Context) (uint64, error) {
 	s, err := l.js.Stream(ctx, l.opts.Stream)

@@ -411,6 +411,12 @@ func TestConditionalAppend(t *testing.T) {
 	if e.Record.Header.Prev != moved.ID {
 		t.Fatalf("prev %s, want %s", e.Record.Header.Prev, moved.ID)
 	}
+	if c, err := b.ThreadClock(ctx, th); err != nil || c != e.Clock {
+		t.Fatalf("ThreadClock=%d, %v; want %d", c, err, e.Clock)
+	}
+	if c, err := b.ThreadClock(ctx, "th_none"); err != nil || c != 0 {
+		t.Fatalf("ThreadClock of an empty thread=%d, %v; want 0", c, err)
+	}
 	if got := count(t, a, th); got != 4 {
 		t.Fatalf("thread holds %d records, want 4 (the refused appends left nothing)", got)
 	}

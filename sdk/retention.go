@@ -284,7 +284,7 @@ func (c *Client) retainOnce(ctx context.Context, thread, actor string, p Retenti
 	read := func() (RetentionPolicy, error) { return c.RetentionFor(ctx, thread) }
 	// The clock the plan is valid at: everything the plan reads is at or
 	// before it, or the erasure, conditional on it, is refused.
-	at, err := c.threadClock(ctx, thread)
+	at, err := c.log.ThreadClock(ctx, thread)
 	if err != nil {
 		return RetentionResult{Thread: thread, Policy: p}, fmt.Errorf("retention of %q: %w", thread, err)
 	}
@@ -320,22 +320,6 @@ func (c *Client) retainOnce(ctx context.Context, thread, actor string, p Retenti
 		return res, fmt.Errorf("retention of %q: %w", thread, err)
 	}
 	return res, nil
-}
-
-// threadClock returns the clock of the last message of thread, 0 when it
-// has none; a last record that does not verify still has its clock.
-func (c *Client) threadClock(ctx context.Context, thread string) (uint64, error) {
-	e, err := c.log.Head(ctx, thread)
-	var ce *splog.CorruptError
-	switch {
-	case err == nil:
-		return e.Clock, nil
-	case errors.Is(err, ErrNotFound):
-		return 0, nil
-	case errors.As(err, &ce):
-		return ce.Clock, nil
-	}
-	return 0, fmt.Errorf("last record: %w", err)
 }
 
 // plan returns the checkpoints of thread that policy p does not keep at
