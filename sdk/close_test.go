@@ -174,7 +174,13 @@ func TestEmitAsyncFlushAndCloseWhenTheLogStalls(t *testing.T) {
 		t.Fatalf("Flush: err=%v, want context.DeadlineExceeded", ferr)
 	}
 
-	proxy.cut() // the server never sees what the proxy held back
+	// Close gives up on the stalled records after its timeout. Only well
+	// after that is the proxy cut, so that the record in flight fails
+	// (the server never sees what the proxy held back): cut before, the
+	// writer could fail every queued record on the closed connection
+	// before the timeout, and Close would have none to report.
+	cut := time.AfterFunc(800*time.Millisecond, proxy.cut)
+	defer cut.Stop()
 	var cerr error
 	within(t, 30*time.Second, "Close", func() { cerr = c.Close() })
 	var ue *sdk.UnlandedError
