@@ -22,6 +22,10 @@ const RetentionThread = records.RetentionThread
 // ReasonRetention is the reason of the erasure records retention appends.
 const ReasonRetention = "retention"
 
+// ReasonRetentionCleared is the reason of the erasure records
+// ClearRetention appends.
+const ReasonRetentionCleared = "retention policy cleared"
+
 // RetentionPolicy says which checkpoints (records of kind
 // agent.session.checkpoint; retention touches no other kind) of a thread
 // are kept: the newest KeepLast, those younger than MaxAge (when set),
@@ -54,20 +58,27 @@ func (p RetentionPolicy) Scope() string {
 	return records.ScopeThread
 }
 
-// body checks p and returns its record body and thread.
-func (p RetentionPolicy) body() (*records.Retention, string, error) {
-	var thread string
+// home checks which policy p names (Thread or All) and returns the thread
+// its records are on.
+func (p RetentionPolicy) home() (string, error) {
 	switch {
 	case p.All && p.Thread != "":
-		return nil, "", &records.FieldError{Field: "thread", Rule: "give a thread or All, not both"}
+		return "", &records.FieldError{Field: "thread", Rule: "give a thread or All, not both"}
 	case p.All:
-		thread = RetentionThread
+		return RetentionThread, nil
 	case p.Thread == "":
-		return nil, "", &records.FieldError{Field: "thread", Rule: "give the thread of the policy, or All for every thread"}
+		return "", &records.FieldError{Field: "thread", Rule: "give the thread of the policy, or All for every thread"}
 	case p.Thread == RetentionThread:
-		return nil, "", &records.FieldError{Field: "thread", Rule: fmt.Sprintf("%q is reserved for the policy of all threads; use All", RetentionThread)}
-	default:
-		thread = p.Thread
+		return "", &records.FieldError{Field: "thread", Rule: fmt.Sprintf("%q is reserved for the policy of all threads; use All", RetentionThread)}
+	}
+	return p.Thread, nil
+}
+
+// body checks p and returns its record body and thread.
+func (p RetentionPolicy) body() (*records.Retention, string, error) {
+	thread, err := p.home()
+	if err != nil {
+		return nil, "", err
 	}
 	if p.KeepLast < 1 {
 		return nil, "", &records.FieldError{Field: "keep_last", Rule: fmt.Sprintf("must be at least 1 (the newest checkpoint is always kept), got %d", p.KeepLast)}
@@ -93,6 +104,45 @@ func (c *Client) SetRetention(ctx context.Context, actor string, p RetentionPoli
 	r, err := c.Emit(ctx, Event{Act: records.ActKnow, Kind: records.KindRetention, Thread: thread, Actor: actor, Body: body})
 	if err != nil {
 		return Receipt{}, err
+	}
+	return r, nil
+}
+
+// ClearRetention removes the policy p names (p.Thread's own, or with p.All
+// the policy of all threads; the other fields of p are ignored), as actor
+// (empty: the client's actor). It erases every core.retention record of
+// that policy, by erasure records of reason ReasonRetentionCleared, so the
+// audit trail keeps who set the policy and who cleared it. It erases no
+// checkpoint.
+//
+// Once a thread's own policy is cleared, the policy of all threads
+// governs the thread again, if there is one; with neither, every
+// checkpoint of the thread is kept. Clearing a policy that is not set
+// erases nothing and is no error. A policy record that does not verify
+// fails the call with an error wrapping records.ErrCorrupt, and nothing is
+// erased. A policy set while ClearRetention runs may survive it.
+//
+// Like SetRetention, it takes effect at once for this client and within
+// policyTTL for the others.
+func (c *Client) ClearRetention(ctx context.Context, actor string, p RetentionPolicy) (EraseResult, error) {
+	defer c.policies.clear()
+	thread, err := p.home()
+	if err != nil {
+		return EraseResult{}, err
+	}
+	var ids []records.ID
+	for e, err := range c.log.Read(ctx, thread, splog.Kind(records.KindRetention)) {
+		if err != nil {
+			return EraseResult{}, fmt.Errorf("spl/sdk: clear retention of %q: %w", thread, err)
+		}
+		ids = append(ids, e.ID)
+	}
+	if len(ids) == 0 {
+		return EraseResult{}, nil
+	}
+	r, err := c.Erase(ctx, thread, actor, ids, ReasonRetentionCleared)
+	if err != nil {
+		return r, fmt.Errorf("spl/sdk: clear retention of %q: %w", thread, err)
 	}
 	return r, nil
 }
