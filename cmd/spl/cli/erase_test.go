@@ -264,6 +264,47 @@ func TestRetentionCommands(t *testing.T) {
 	}
 }
 
+// Clearing a thread's policy leaves the policy of all threads in force;
+// clearing that one leaves none. Each clear erases the policy's records.
+func TestRetentionClearCommand(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("SPL_ACTOR", seedActor)
+	mustSPL(t, home, "", "retention", "set", "--all", "--keep-last", "2")
+	mustSPL(t, home, "", "retention", "set", "--thread", "th_r", "--keep-last", "1")
+	mustSPL(t, home, "", "retention", "set", "--thread", "th_r", "--keep-last", "3")
+
+	out := mustSPL(t, home, "", "retention", "clear", "--thread", "th_r").stdout
+	if strings.Count(out, "erased: ") != 2 || !strings.Contains(out, "clock: ") {
+		t.Fatalf("retention clear --thread printed:\n%s\nwant both policy records erased and the erasure record", out)
+	}
+	ps := decodeJSON[[]policyJSON](t, mustSPL(t, home, "", "retention", "show", "--json").stdout)
+	if len(ps) != 1 || ps[0].Scope != "all" {
+		t.Fatalf("after clearing th_r: %+v, want the policy of all threads only", ps)
+	}
+	cleared := decodeJSON[eraseJSON](t, mustSPL(t, home, "", "retention", "clear", "--all", "--json").stdout)
+	if cleared.Thread != sdk.RetentionThread || len(cleared.Erased) != 1 || len(cleared.Erasures) != 1 {
+		t.Fatalf("retention clear --all --json: %+v", cleared)
+	}
+	if r := mustSPL(t, home, "", "retention", "show"); r.stdout != "" || !strings.Contains(r.stderr, "no retention policy") {
+		t.Fatalf("retention show after clearing both: %q %q", r.stdout, r.stderr)
+	}
+	if r := mustSPL(t, home, "", "retention", "clear", "--all"); r.stdout != "" || !strings.Contains(r.stderr, "nothing to clear") {
+		t.Fatalf("clearing again: %q %q", r.stdout, r.stderr)
+	}
+	tomb := mustSPL(t, home, "", "thread", "tail", "th_r", "-n", "0", "--tombstones").stdout
+	if got := strings.Count(tomb, ": "+sdk.ReasonRetentionCleared+"]"); got != 2 {
+		t.Fatalf("%d tombstones with reason %q, want 2:\n%s", got, sdk.ReasonRetentionCleared, tomb)
+	}
+	for _, args := range [][]string{
+		{"retention", "clear"},
+		{"retention", "clear", "--all", "--thread", "t"},
+	} {
+		if r := spl(t, home, "", args...); r.code != ExitUsage || !strings.Contains(r.stderr, "--thread or --all") {
+			t.Errorf("spl %v: exit %d, stderr %q; want %d naming --thread or --all", args, r.code, r.stderr, ExitUsage)
+		}
+	}
+}
+
 func TestParseAge(t *testing.T) {
 	for _, tc := range []struct {
 		in   string

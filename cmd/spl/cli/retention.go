@@ -17,7 +17,7 @@ import (
 func newRetentionCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "retention",
-		Short: "Set, show and apply retention policies for checkpoints",
+		Short: "Set, clear, show and apply retention policies for checkpoints",
 		Long: `A retention policy says which session checkpoints of a thread are kept:
 the newest N, those younger than a maximum age (when set), named ones and
 pinned ones ("spl session pin"). The others are erased, by erasure records
@@ -31,7 +31,7 @@ policy of all threads. A policy is enforced whenever a checkpoint is saved
 to a thread it governs, and on every thread by "spl retention apply".`,
 		RunE: groupRunE,
 	}
-	cmd.AddCommand(newRetentionSetCommand(a), newRetentionShowCommand(a), newRetentionApplyCommand(a))
+	cmd.AddCommand(newRetentionSetCommand(a), newRetentionClearCommand(a), newRetentionShowCommand(a), newRetentionApplyCommand(a))
 	return cmd
 }
 
@@ -94,6 +94,63 @@ next checkpoint saved to a thread, or by "spl retention apply".`,
 	f.BoolVar(&all, "all", false, "the policy of every thread without its own")
 	f.IntVar(&keepLast, "keep-last", 0, "keep the newest N checkpoints (at least 1; required)")
 	f.StringVar(&maxAge, "max-age", "", "also keep checkpoints younger than this (36h, 30d, 2w)")
+	f.StringVar(&actor, "actor", "", "actor DID (default $SPL_ACTOR)")
+	return cmd
+}
+
+func newRetentionClearCommand(a *app) *cobra.Command {
+	var (
+		thread, actor string
+		all           bool
+	)
+	cmd := &cobra.Command{
+		Use:   "clear (--thread THREAD | --all) [flags]",
+		Short: "Clear the retention policy of a thread, or of all threads",
+		Long: `Clear the retention policy of a thread (--thread) or the policy of all
+threads (--all): every record of that policy is erased, by erasure records
+with reason "retention policy cleared", so the audit trail keeps who set
+the policy and who cleared it. No checkpoint is erased. A thread whose own
+policy is cleared is governed by the policy of all threads again, if there
+is one; with neither, every checkpoint is kept. Clearing a policy that is
+not set does nothing.`,
+		Example: `  spl retention clear --thread th_auth_refactor_abc123
+  spl retention clear --all`,
+		Args: cobra.NoArgs,
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			if all == cmd.Flags().Changed("thread") {
+				return usagef("retention clear: give --thread or --all, one of them")
+			}
+			actor, err := actorFlag(actor)
+			if err != nil {
+				return fmt.Errorf("retention clear: %w", err)
+			}
+			ctx, cancel := a.storageContext(cmd)
+			defer cancel()
+			c, err := a.open(ctx)
+			if err != nil {
+				return fmt.Errorf("retention clear: %w", err)
+			}
+			res, err := c.ClearRetention(ctx, actor, sdk.RetentionPolicy{Thread: thread, All: all})
+			if err != nil {
+				return fmt.Errorf("retention clear: %w", err)
+			}
+			th, which := thread, fmt.Sprintf("of thread %q", thread)
+			if all {
+				th, which = sdk.RetentionThread, "of all threads"
+			}
+			if a.json {
+				return writeJSON(cmd.OutOrStdout(), newEraseJSON(th, res))
+			}
+			if len(res.Erasures) == 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "no retention policy %s: nothing to clear\n", which)
+				return nil
+			}
+			return writeErase(cmd.OutOrStdout(), res)
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&thread, "thread", "", "thread whose own policy to clear")
+	f.BoolVar(&all, "all", false, "clear the policy of all threads")
 	f.StringVar(&actor, "actor", "", "actor DID (default $SPL_ACTOR)")
 	return cmd
 }
