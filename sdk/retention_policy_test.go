@@ -69,4 +69,9 @@ func TestApplyRetentionGoesOnPastADamagedPolicy(t *testing.T) {
 	if got, want := summaries(t, c, "th_a_damaged"), []string{"a0"}; !same(got, want) {
 		t.Fatalf("th_a_damaged keeps %v, want %v", got, want)
 	}
+	// Clearing does not pass over the damaged record either: it names it,
+	// and erases nothing.
+	if cr, err := c.ClearRetention(ctx, "", sdk.RetentionPolicy{Thread: "th_a_damaged"}); !errors.Is(err, records.ErrCorrupt) || len(cr.Erased) != 0 {
+		t.Fatalf("ClearRetention over a damaged policy: %+v, %v; want records.ErrCorrupt and nothing erased", cr, err)
+	}
 }
