@@ -28,6 +28,18 @@ func appendN(t *testing.T, l *Log, thread string, n int, body func(i int) map[st
 	return es
 }
 
+// interleaved appends n records to thread, each after three of noise,
+// so that the thread's records lie apart in the log, and returns them.
+func interleaved(t *testing.T, l *Log, thread, noise string, n int) []Entry {
+	t.Helper()
+	var es []Entry
+	for i := range n {
+		appendN(t, l, noise, 3, func(j int) map[string]any { return map[string]any{"j": j} })
+		es = append(es, appendN(t, l, thread, 1, func(int) map[string]any { return map[string]any{"i": i} })...)
+	}
+	return es
+}
+
 func ids(es []Entry) map[records.ID]bool {
 	m := make(map[records.ID]bool)
 	for _, e := range es {

@@ -502,11 +502,7 @@ func TestGarbageDoesNotBlockThread(t *testing.T) {
 func TestTailAcrossErasure(t *testing.T) {
 	l := openTest(t, "")
 	ctx := ctxT(t)
-	var es []Entry
-	for i := range 12 {
-		appendN(t, l, "th_other", 3, func(j int) map[string]any { return map[string]any{"j": j} })
-		es = append(es, appendN(t, l, "th_w", 1, func(int) map[string]any { return map[string]any{"i": i} })...)
-	}
+	es := interleaved(t, l, "th_w", "th_other", 12)
 	got, err := l.Tail(ctx, "th_w", 5)
 	if err != nil || len(got) != 5 || got[0].ID != es[7].ID || got[4].ID != es[11].ID {
 		t.Fatalf("tail by chain: %d records, %v", len(got), err)

@@ -48,11 +48,7 @@ func TestReadTimeoutSparesLoopBody(t *testing.T) {
 func TestTailFrom(t *testing.T) {
 	l := openTest(t, "")
 	ctx := ctxT(t)
-	var mine []Entry
-	for i := range 12 {
-		appendN(t, l, "th_noise", 3, func(j int) map[string]any { return map[string]any{"j": j} })
-		mine = append(mine, appendN(t, l, "th_from", 1, func(int) map[string]any { return map[string]any{"i": i} })...)
-	}
+	mine := interleaved(t, l, "th_from", "th_noise", 12)
 	read := func(opts ...ReadOption) []Entry {
 		var es []Entry
 		for e, err := range l.Read(ctx, "th_from", opts...) {
