@@ -42,7 +42,7 @@ func isCheckpointKey(k string) bool {
 // MarshalCBOR encodes c as a canonical CBOR map. It fails if a key of Extra
 // is the key of a field.
 func (c Checkpoint) MarshalCBOR() ([]byte, error) {
-	if len(c.Extra) == 0 && c.validUTF8() {
+	if len(c.Extra) == 0 {
 		return c.appendCBOR(make([]byte, 0, c.sizeHint())), nil
 	}
 	return c.marshalMap()
@@ -78,9 +78,8 @@ func (c Checkpoint) marshalMap() ([]byte, error) {
 // appendCBOR appends c, without Extra, as the canonical map the generic
 // encoder makes of it, with no reflection and no map: saving checkpoints
 // is the hot path. The keys go in canonical order (shorter first, then
-// bytewise): name, summary, learnings, next_steps, session_id. The
-// strings must be valid UTF-8 (validUTF8); TestCheckpointEncodings holds
-// it to the generic encoder.
+// bytewise): name, summary, learnings, next_steps, session_id.
+// TestCheckpointEncodings holds it to the generic encoder.
 func (c Checkpoint) appendCBOR(b []byte) []byte {
 	n := uint64(1)
 	if c.Learnings != nil {
@@ -119,17 +118,6 @@ func appendTexts(b []byte, ss []string) []byte {
 		b = appendText(b, s)
 	}
 	return b
-}
-
-// validUTF8 reports whether every string of c's fields is valid UTF-8.
-func (c Checkpoint) validUTF8() bool {
-	ok := utf8.ValidString(c.Summary) && utf8.ValidString(c.SessionID) && utf8.ValidString(c.Name)
-	for _, ss := range [][]string{c.Learnings, c.NextSteps} {
-		for _, s := range ss {
-			ok = ok && utf8.ValidString(s)
-		}
-	}
-	return ok
 }
 
 // sizeHint is about the encoded size of c without Extra.
@@ -308,7 +296,8 @@ func stringList(field string, v any) ([]string, error) {
 
 // Validate checks the checkpoint schema and returns the first failure as a
 // *FieldError: "body.summary" (non-empty, at most 8192 bytes),
-// "body.learnings" (at least one), "body.learnings[i]" (non-empty), or
+// "body.learnings" (at least one), "body.learnings[i]" (non-empty), any
+// field's string that is not valid UTF-8 (CBOR text must be), or
 // "body.<key>" for an Extra key that is a field's key.
 func (c *Checkpoint) Validate() error {
 	switch {
@@ -324,6 +313,9 @@ func (c *Checkpoint) Validate() error {
 			return fieldErrorf(fmt.Sprintf("body.learnings[%d]", i), "must not be empty")
 		}
 	}
+	if err := c.checkUTF8(); err != nil {
+		return err
+	}
 	keys := make([]string, 0, len(c.Extra))
 	for k := range c.Extra {
 		keys = append(keys, k)
@@ -332,6 +324,30 @@ func (c *Checkpoint) Validate() error {
 	for _, k := range keys {
 		if isCheckpointKey(k) {
 			return fieldErrorf("body."+k, "is a checkpoint field; set it on Checkpoint, not in Extra")
+		}
+	}
+	return nil
+}
+
+// checkUTF8 refuses a field's string that is not valid UTF-8: encoded, it
+// would be a CBOR text string no reader accepts.
+func (c *Checkpoint) checkUTF8() error {
+	for _, f := range []struct {
+		key string
+		s   string
+	}{{keySummary, c.Summary}, {keySessionID, c.SessionID}, {keyName, c.Name}} {
+		if !utf8.ValidString(f.s) {
+			return fieldErrorf("body."+f.key, "must be valid UTF-8")
+		}
+	}
+	for _, l := range []struct {
+		key string
+		ss  []string
+	}{{keyLearnings, c.Learnings}, {keyNextSteps, c.NextSteps}} {
+		for i, s := range l.ss {
+			if !utf8.ValidString(s) {
+				return fieldErrorf(fmt.Sprintf("body.%s[%d]", l.key, i), "must be valid UTF-8")
+			}
 		}
 	}
 	return nil

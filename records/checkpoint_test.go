@@ -2,10 +2,12 @@ package records
 
 import (
 	"bytes"
+	"errors"
 	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The direct encoding of a checkpoint is byte for byte what the generic
@@ -53,9 +55,6 @@ func TestCheckpointEncodings(t *testing.T) {
 		cases = append(cases, Checkpoint{Summary: word(), Learnings: list(), NextSteps: list(), SessionID: word(), Name: word()})
 	}
 	for i, c := range cases {
-		if !c.validUTF8() {
-			t.Fatalf("case %d: not valid UTF-8", i)
-		}
 		want, err := c.marshalMap()
 		if err != nil {
 			t.Fatalf("case %d: marshalMap: %v", i, err)
@@ -80,21 +79,24 @@ func TestCheckpointEncodings(t *testing.T) {
 	}
 }
 
-// A checkpoint with Extra, or with a string that is not valid UTF-8, takes
-// the generic encoder, whose verdict stands.
-func TestCheckpointEncodingFallback(t *testing.T) {
-	for _, c := range []Checkpoint{
-		{Summary: "s", Extra: map[string]any{"a": 1}},
-		{Summary: "s\xff"},
-		{Summary: "s", Learnings: []string{"ok", "\xc3"}},
+// A checkpoint string that is not valid UTF-8 is refused when the record
+// is made, naming the field: stored, it would be a record no reader
+// accepts.
+func TestNewRefusesInvalidUTF8(t *testing.T) {
+	for _, tc := range []struct {
+		cp    Checkpoint
+		field string
+	}{
+		{Checkpoint{Summary: "s\xff", Learnings: []string{"l"}}, "body.summary"},
+		{Checkpoint{Summary: "s", Learnings: []string{"ok", "\xc3"}}, "body.learnings[1]"},
+		{Checkpoint{Summary: "s", Learnings: []string{"l"}, NextSteps: []string{"\xfe"}}, "body.next_steps[0]"},
+		{Checkpoint{Summary: "s", Learnings: []string{"l"}, SessionID: "\xc0\x80"}, "body.session_id"},
+		{Checkpoint{Summary: "s", Learnings: []string{"l"}, Name: "n\xff"}, "body.name"},
 	} {
-		if c.Extra == nil && c.validUTF8() {
-			t.Fatalf("%q: valid UTF-8", c.Summary)
-		}
-		got, gotErr := c.MarshalCBOR()
-		want, wantErr := c.marshalMap()
-		if !bytes.Equal(got, want) || (gotErr == nil) != (wantErr == nil) {
-			t.Fatalf("%+v: MarshalCBOR %x, %v; generic %x, %v", c, got, gotErr, want, wantErr)
+		_, err := New(ActLearn, KindCheckpoint, "th", "did:sync:agent:dev", time.Now(), &tc.cp)
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field || !errors.Is(err, ErrInvalid) {
+			t.Errorf("%+v: err=%v, want a *FieldError on %s", tc.cp, err, tc.field)
 		}
 	}
 }
