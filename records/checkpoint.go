@@ -199,7 +199,6 @@ func decodeCheckpointGeneric(body []byte) (*Checkpoint, error) {
 	return c, nil
 }
 
-// stringList converts a generic array of text strings.
 // decodeCheckpointDirect decodes body without generic values when the
 // scanner accepts it as canonical and it holds the fields' keys only,
 // each with its field's type: what every checkpoint the sdk saves is, and
@@ -208,15 +207,12 @@ func decodeCheckpointGeneric(body []byte) (*Checkpoint, error) {
 // the generic decoder; FuzzDecodeCheckpoint holds the two to the same
 // result.
 func decodeCheckpointDirect(body []byte) (*Checkpoint, bool) {
-	if n, ok := scanCanonical(body, maxBodyDepth); !ok || n != len(body) {
+	if !scanBodyMap(body) {
 		return nil, false
 	}
 	// Canonical: every head is well-formed and in bounds, every text is
 	// valid UTF-8, keys are unique and sorted.
-	major, pairs, off, _ := scanHead(body)
-	if major != majorMap {
-		return nil, false
-	}
+	_, pairs, off, _ := scanHead(body)
 	text := func() (string, bool) {
 		major, n, hl, _ := scanHead(body[off:])
 		if major != majorText {
@@ -278,6 +274,7 @@ func (c *Checkpoint) listField(k string) *[]string {
 	return &c.NextSteps
 }
 
+// stringList converts a generic array of text strings.
 func stringList(field string, v any) ([]string, error) {
 	a, ok := v.([]any)
 	if !ok {

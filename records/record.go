@@ -117,13 +117,21 @@ func newRecord(act, kind, thread, actor string, ts int64, body any, salt [SaltSi
 	if err := r.Header.validate(); err != nil {
 		return nil, err
 	}
-	b, err := encodeBody(body)
-	if err != nil {
-		return nil, err
+	cp, plain := plainCheckpoint(body)
+	var b []byte
+	if plain {
+		// Straight to the bytes: the generic encoder would call
+		// MarshalCBOR, then check and copy what it returns.
+		b = cp.appendCBOR(make([]byte, 0, cp.sizeHint()))
+	} else {
+		var err error
+		if b, err = encodeBody(body); err != nil {
+			return nil, err
+		}
 	}
 	r.Body = b
 	r.Header.BD = bodyDigest(salt, b)
-	if cp, ok := plainCheckpoint(body); ok && kind == KindCheckpoint {
+	if plain && kind == KindCheckpoint {
 		// Encoded here from a Checkpoint with only strings: canonical by
 		// construction, so the schema is checked on the struct, without
 		// decoding the bytes again.
