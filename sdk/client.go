@@ -580,7 +580,7 @@ func (c *Client) SaveCheckpoint(ctx context.Context, thread, actor string, cp re
 	if actor == "" {
 		actor = c.cfg.actor
 	}
-	if _, err := c.enforceRetention(ctx, thread, actor); err != nil {
+	if _, err := c.enforceRetention(ctx, thread, actor, r.Clock); err != nil {
 		return r, &RetentionError{Thread: thread, Err: err}
 	}
 	return r, nil

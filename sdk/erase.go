@@ -84,26 +84,24 @@ func (c *Client) Erase(ctx context.Context, thread, actor string, ids []records.
 
 // erase erases ids, per records an erasure record.
 func (c *Client) erase(ctx context.Context, thread, actor string, ids []records.ID, reason string, per int) (EraseResult, error) {
-	return c.eraseAfter(ctx, thread, actor, ids, reason, per, nil)
+	return c.eraseAfter(ctx, thread, actor, ids, reason, per, false, 0)
 }
 
-// eraseAfter is erase, conditional when after is not nil: the first
-// erasure record lands only right after the thread's record at *after, and
-// each next one right after the one before (log.EraseAfter); when the
-// thread has moved, it stops with an error wrapping log.ErrMoved.
-func (c *Client) eraseAfter(ctx context.Context, thread, actor string, ids []records.ID, reason string, per int, after *uint64) (EraseResult, error) {
+// eraseAfter is erase, conditional when cond: the first erasure record
+// lands only right after the thread's record at after, and each next one
+// right after the one before (log.EraseAfter); when the thread has moved,
+// it stops with an error wrapping log.ErrMoved.
+func (c *Client) eraseAfter(ctx context.Context, thread, actor string, ids []records.ID, reason string, per int, cond bool, after uint64) (EraseResult, error) {
 	var res EraseResult
 	for chunk := range slices.Chunk(ids, per) {
 		var opts []splog.EraseOption
-		if after != nil {
-			opts = append(opts, splog.EraseAfter(*after))
+		if cond {
+			opts = append(opts, splog.EraseAfter(after))
 		}
 		r, err := c.log.Erase(ctx, thread, chunk, reason, actor, opts...)
 		if r.Erasure.Clock != 0 {
 			res.Erasures = append(res.Erasures, receipt(r.Erasure))
-			if after != nil {
-				*after = r.Erasure.Clock
-			}
+			after = r.Erasure.Clock
 		}
 		res.Erased = append(res.Erased, r.Erased...)
 		res.Already = append(res.Already, r.Already...)

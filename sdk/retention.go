@@ -276,7 +276,7 @@ func (c *Client) ApplyRetention(ctx context.Context, actor string) ([]RetentionR
 		errs []error
 	)
 	for _, t := range threads {
-		res, err := c.enforceRetention(ctx, t, actor)
+		res, err := c.enforceRetention(ctx, t, actor, 0)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -289,7 +289,9 @@ func (c *Client) ApplyRetention(ctx context.Context, actor string) ([]RetentionR
 
 // enforceRetention erases the checkpoints of thread its policy does not
 // keep. Without a policy it does nothing (a zero Policy in the result).
-func (c *Client) enforceRetention(ctx context.Context, thread, actor string) (RetentionResult, error) {
+// at is the thread's last clock when the caller knows it (a save's), else
+// 0: then it is read.
+func (c *Client) enforceRetention(ctx context.Context, thread, actor string, at uint64) (RetentionResult, error) {
 	read := func() (RetentionPolicy, error) { return c.RetentionFor(ctx, thread) }
 	p, cached, err := c.policies.get(thread, read)
 	if errors.Is(err, ErrNotFound) {
@@ -300,7 +302,7 @@ func (c *Client) enforceRetention(ctx context.Context, thread, actor string) (Re
 	}
 	var done RetentionResult // erased by earlier rounds
 	for round := 1; ; round++ {
-		res, err := c.retainOnce(ctx, thread, actor, p, cached)
+		res, err := c.retainOnce(ctx, thread, actor, p, cached, at)
 		res.Erased = append(done.Erased, res.Erased...)
 		res.Erasures = append(done.Erasures, res.Erasures...)
 		if !errors.Is(err, splog.ErrMoved) || round == maxRetentionRounds {
@@ -310,6 +312,7 @@ func (c *Client) enforceRetention(ctx context.Context, thread, actor string) (Re
 		// pin, a policy of the thread's own): plan again from what it
 		// holds now, under the policy as it stands now.
 		done = res
+		at = 0 // read it again
 		p, err = c.policies.refresh(thread, read)
 		if errors.Is(err, ErrNotFound) {
 			return done, nil
@@ -328,15 +331,19 @@ const maxRetentionRounds = 5
 
 // retainOnce plans the retention of thread under policy p (read from the
 // cache when cached) and erases what the plan drops, provided that nothing
-// was appended to the thread since the plan read it: otherwise it erases
-// nothing more and returns an error wrapping log.ErrMoved.
-func (c *Client) retainOnce(ctx context.Context, thread, actor string, p RetentionPolicy, cached bool) (RetentionResult, error) {
+// was appended to the thread after clock at (0: the clock is read first):
+// otherwise it erases nothing more and returns an error wrapping
+// log.ErrMoved.
+func (c *Client) retainOnce(ctx context.Context, thread, actor string, p RetentionPolicy, cached bool, at uint64) (RetentionResult, error) {
 	read := func() (RetentionPolicy, error) { return c.RetentionFor(ctx, thread) }
 	// The clock the plan is valid at: everything the plan reads is at or
-	// before it, or the erasure, conditional on it, is refused.
-	at, err := c.log.ThreadClock(ctx, thread)
-	if err != nil {
-		return RetentionResult{Thread: thread, Policy: p}, fmt.Errorf("retention of %q: %w", thread, err)
+	// before it, or the erasure, conditional on it, is refused. A save
+	// knows it already: its own record's.
+	if at == 0 {
+		var err error
+		if at, err = c.log.ThreadClock(ctx, thread); err != nil {
+			return RetentionResult{Thread: thread, Policy: p}, fmt.Errorf("retention of %q: %w", thread, err)
+		}
 	}
 	now := time.Now()
 	res, drop, err := c.plan(ctx, thread, p, now)
@@ -364,7 +371,7 @@ func (c *Client) retainOnce(ctx context.Context, thread, actor string, p Retenti
 	if c.afterPlan != nil {
 		c.afterPlan()
 	}
-	er, err := c.eraseAfter(ctx, thread, actor, drop, ReasonRetention, MaxErasureTargets, &at)
+	er, err := c.eraseAfter(ctx, thread, actor, drop, ReasonRetention, MaxErasureTargets, true, at)
 	res.Erased, res.Erasures = er.Erased, er.Erasures
 	if err != nil {
 		return res, fmt.Errorf("retention of %q: %w", thread, err)
