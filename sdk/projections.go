@@ -89,6 +89,12 @@ type ThreadFilter struct {
 // activity first. It reads the index, not the log: its cost grows with
 // the number of threads listed, not with the size of the log.
 func (c *Client) Threads(ctx context.Context, f ThreadFilter) ([]ThreadInfo, error) {
+	if f.Kind != "" {
+		// A kind no record can have would list nothing, silently.
+		if err := records.CheckKind(f.Kind); err != nil {
+			return nil, fmt.Errorf("spl/sdk: threads: %w", err)
+		}
+	}
 	p, ctx, cancel, err := c.fresh(ctx, f.Freshness)
 	defer cancel()
 	if err != nil {

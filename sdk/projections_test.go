@@ -55,6 +55,10 @@ func TestThreadsAndLatestCheckpoints(t *testing.T) {
 	if got, want := ts[0].LastActor, "did:sync:agent:dev"; got != want {
 		t.Fatalf("last actor=%q, want %q", got, want)
 	}
+	var fe *records.FieldError
+	if _, err := c.Threads(ctx, sdk.ThreadFilter{Kind: "Agent.Step"}); !errors.As(err, &fe) || fe.Field != "kind" {
+		t.Fatalf("Threads with a kind no record can have: err=%v, want a *FieldError on kind", err)
+	}
 	cps, err := c.LatestCheckpoints(ctx, sdk.CheckpointPage{Limit: 2, Offset: 1})
 	if err != nil {
 		t.Fatal(err)
