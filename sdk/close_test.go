@@ -247,6 +247,12 @@ func TestCallsAfterCloseReportErrClosed(t *testing.T) {
 			_, err := c.SetRetention(ctx, "", sdk.RetentionPolicy{Thread: "th_closed", KeepLast: 1})
 			return err
 		},
+		"ClearRetention": func() error {
+			_, err := c.ClearRetention(ctx, "", sdk.RetentionPolicy{Thread: "th_closed"})
+			return err
+		},
+		"Pin":     func() error { _, err := c.Pin(ctx, "th_closed", "", r.ID, ""); return err },
+		"Erase":   func() error { _, err := c.Erase(ctx, "th_closed", "", []records.ID{r.ID}, "gone"); return err },
 		"Threads": func() error { _, err := c.Threads(ctx, sdk.ThreadFilter{}); return err },
 	} {
 		if err := call(); !errors.Is(err, sdk.ErrClosed) {
