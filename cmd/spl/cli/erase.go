@@ -168,7 +168,7 @@ With --all and a terminal on stderr, shows progress there.`,
 			if err != nil {
 				return fmt.Errorf("verify: %w", err)
 			}
-			if !all && rep.Threads == 0 && rep.Checked == 0 && len(rep.Erased) == 0 && rep.OK() {
+			if !all && rep.Threads == 0 {
 				// Nothing of the thread is in the log: a mistyped thread
 				// must not pass as verified.
 				return fmt.Errorf("verify: thread %q has no records, nothing to verify: %w", args[0], sdk.ErrNotFound)
