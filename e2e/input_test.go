@@ -33,7 +33,7 @@ func TestRefusedInput(t *testing.T) {
 			if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
 				t.Fatalf("exit %d, stderr %q; want %d and %q", r.code, r.stderr, tc.code, tc.want)
 			}
-			if strings.Contains(r.stdout, "ok") {
+			if r.stdout != "" {
 				t.Fatalf("stdout %q: a refused command printed a result", r.stdout)
 			}
 		})
