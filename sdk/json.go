@@ -13,9 +13,12 @@ import (
 // command's --json output and the HTTP API of spl serve): RFC 3339 in UTC
 // with exactly three fractional digits, the milliseconds a record's ts
 // holds, "2026-11-21T23:46:52.100Z". Unlike time.RFC3339Nano it keeps
-// trailing zeros, so every time has the same shape. Format times in UTC
-// with it (t.UTC().Format(TimeLayout)) to get the "Z".
+// trailing zeros, so every time has the same shape. FormatTime formats
+// with it in UTC, which gives the "Z".
 const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// FormatTime formats t in UTC with TimeLayout.
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
 
 // RecordJSON is the JSON form of a stored record: the one the spl
 // command prints with --json and the HTTP API of spl serve answers with.
@@ -50,7 +53,14 @@ func NewRecordJSON(id records.ID, clock uint64, r *records.Record) (RecordJSON, 
 	if err != nil {
 		return RecordJSON{}, fmt.Errorf("record %s: body: %w", id, err)
 	}
-	h := r.Header
+	j := HeaderJSON(id, clock, r.Header)
+	j.Body = body
+	return j, nil
+}
+
+// HeaderJSON returns the JSON form of a record of which only the header
+// is known (an erased record), stored at clock with id: body null.
+func HeaderJSON(id records.ID, clock uint64, h records.Header) RecordJSON {
 	j := RecordJSON{
 		ID:     id.String(),
 		Clock:  clock,
@@ -58,15 +68,15 @@ func NewRecordJSON(id records.ID, clock uint64, r *records.Record) (RecordJSON, 
 		Act:    h.Act,
 		Kind:   h.Kind,
 		Actor:  h.Actor,
-		Time:   time.UnixMilli(h.TS).UTC().Format(TimeLayout),
+		Time:   FormatTime(time.UnixMilli(h.TS)),
 		TS:     h.TS,
-		Body:   body,
+		Body:   json.RawMessage("null"),
 	}
 	if !h.Prev.IsZero() {
 		prev := h.Prev.String()
 		j.Prev = &prev
 	}
-	return j, nil
+	return j
 }
 
 // NewCheckpointJSON returns the JSON form of checkpoint r, stored at clock
@@ -123,7 +133,7 @@ func NewThreadJSON(t ThreadInfo) ThreadJSON {
 	j := ThreadJSON{
 		Thread: t.Thread, Records: t.Records, Checkpoints: t.Checkpoints,
 		FirstClock: t.First, LastClock: t.Last, LastActor: t.LastActor,
-		LastTime: t.LastActive.UTC().Format(TimeLayout), LastTS: t.LastActive.UnixMilli(),
+		LastTime: FormatTime(t.LastActive), LastTS: t.LastActive.UnixMilli(),
 		Kinds: nonNilMap(t.Kinds), Actors: nonNilMap(t.Actors),
 	}
 	if !t.FirstID.IsZero() {

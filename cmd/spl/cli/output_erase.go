@@ -121,28 +121,13 @@ func newVerifyJSON(rep sdk.VerifyReport) verifyJSON {
 	return j
 }
 
-// headerJSON is the --json form of a record of which only the header is
-// known (an erased record): body null.
-func headerJSON(id records.ID, clock uint64, h records.Header) recordJSON {
-	j := recordJSON{
-		ID: id.String(), Clock: clock, Thread: h.Thread, Act: h.Act, Kind: h.Kind, Actor: h.Actor,
-		Time: time.UnixMilli(h.TS).UTC().Format(sdk.TimeLayout), TS: h.TS,
-		Body: json.RawMessage("null"),
-	}
-	if !h.Prev.IsZero() {
-		prev := h.Prev.String()
-		j.Prev = &prev
-	}
-	return j
-}
-
 func newErasedJSON(t sdk.Tombstone) *erasedJSON {
 	return &erasedJSON{By: t.ErasedBy.ID.String(), Clock: t.ErasedBy.Clock, Actor: t.Actor,
-		Time: t.Time.UTC().Format(sdk.TimeLayout), Reason: t.Reason}
+		Time: sdk.FormatTime(t.Time), Reason: t.Reason}
 }
 
 func newTombstoneJSON(t sdk.Tombstone) tailJSON {
-	return tailJSON{recordJSON: headerJSON(t.ID, t.Clock, t.Header), Erased: newErasedJSON(t)}
+	return tailJSON{recordJSON: sdk.HeaderJSON(t.ID, t.Clock, t.Header), Erased: newErasedJSON(t)}
 }
 
 func newShownJSON(r sdk.Record, corrupt error, ts *sdk.Tombstone) (shownJSON, error) {
@@ -155,7 +140,7 @@ func newShownJSON(r sdk.Record, corrupt error, ts *sdk.Tombstone) (shownJSON, er
 			j.recordJSON = recordJSON{ID: r.ID.String(), Clock: r.Clock, Body: json.RawMessage("null")}
 			return j, nil
 		}
-		j.recordJSON = headerJSON(r.ID, r.Clock, r.Header)
+		j.recordJSON = sdk.HeaderJSON(r.ID, r.Clock, r.Header)
 		if body, err := records.BodyToJSON(r.Body); err == nil {
 			j.Body = body
 		}

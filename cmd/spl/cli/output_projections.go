@@ -75,7 +75,7 @@ type latestJSON struct {
 func newLatestJSON(c sdk.CheckpointInfo) latestJSON {
 	return latestJSON{
 		Thread: c.Thread, ID: c.ID.String(), Clock: c.Clock,
-		Time: c.Time.UTC().Format(sdk.TimeLayout), TS: c.Time.UnixMilli(),
+		Time: sdk.FormatTime(c.Time), TS: c.Time.UnixMilli(),
 		Actor: c.Actor, Name: c.Name, SessionID: c.SessionID, Summary: c.Summary,
 	}
 }
@@ -112,7 +112,7 @@ func newStatusJSON(s sdk.ProjectionStatus) statusJSON {
 		Corrupt: s.Corrupt, LastCorrupt: s.LastCorrupt, Holder: s.Holder, RebuildTo: s.RebuildTo,
 	}
 	if !s.Updated.IsZero() {
-		j.Updated = s.Updated.UTC().Format(sdk.TimeLayout)
+		j.Updated = sdk.FormatTime(s.Updated)
 	}
 	return j
 }

@@ -214,7 +214,7 @@ func newPolicyJSON(p sdk.RetentionPolicy) policyJSON {
 		j.ID = p.ID.String()
 	}
 	if !p.Time.IsZero() {
-		j.Time = p.Time.UTC().Format(sdk.TimeLayout)
+		j.Time = sdk.FormatTime(p.Time)
 	}
 	return j
 }
