@@ -122,7 +122,7 @@ func (l *Log) eraseTargets(ctx context.Context, thread string, ids []records.ID)
 	erased := make(map[records.ID]bool)
 	var decodeErr error
 	err := l.scan(ctx, ThreadSubject(thread), 1, 0, 1024, func(m stored) bool {
-		isErasure := strings.HasSuffix(m.subject, "."+records.KindErasure)
+		isErasure := isErasureSubject(m.subject)
 		id, named := want[m.hdr.Get(HeaderID)]
 		if !isErasure && !named {
 			return true
@@ -257,7 +257,7 @@ func (l *Log) deleteTargets(ctx context.Context, stream jetstream.Stream, target
 		if err != nil {
 			return fmt.Errorf("read %d: %w", t.Clock, err)
 		}
-		if m.hdr.Get(HeaderID) != t.ID.String() || strings.HasSuffix(m.subject, "."+records.KindErasure) {
+		if m.hdr.Get(HeaderID) != t.ID.String() || isErasureSubject(m.subject) {
 			continue // not the target, or an erasure: never delete either
 		}
 		if err := stream.SecureDeleteMsg(ctx, t.Clock); err != nil && !isNoMessage(err) {

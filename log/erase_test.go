@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/zeebo/blake3"
 
 	"github.com/spl-dev/spl/records"
@@ -172,14 +171,7 @@ func TestErasureOfErasure(t *testing.T) {
 		t.Fatalf("Append of an erasure of an erasure: err=%v, want a field error on body.targets[0]", err)
 	}
 	old := rec.WithPrev(first.ID)
-	data, err := old.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg := nats.NewMsg(RecordSubject("th_x", records.KindErasure))
-	msg.Data = data
-	msg.Header.Set(HeaderID, old.ID().String())
-	if _, err := l.JetStream().PublishMsg(ctx, msg); err != nil {
+	if _, err := l.JetStream().PublishMsg(ctx, recordMsg(t, old)); err != nil {
 		t.Fatal(err)
 	}
 	l.Close()
@@ -190,6 +182,65 @@ func TestErasureOfErasure(t *testing.T) {
 	}
 	if got := len(readAll(t, l, "th_x")); got != 3 {
 		t.Fatalf("th_x has %d records, want 3 (es[1] and both erasures)", got)
+	}
+}
+
+// A user kind that merely ends like the erasure kind (app.core.erasure:
+// kinds may be dotted) is an ordinary record: Erase deletes it for real,
+// and it erases nothing itself, even with a body shaped like an erasure.
+// A true core.erasure record is still refused.
+func TestEraseLookalikeKind(t *testing.T) {
+	l := openTest(t, "")
+	ctx := ctxT(t)
+	const th, kind = "th_look", "app.core.erasure"
+	es := appendN(t, l, th, 2, func(i int) map[string]any { return map[string]any{"i": i} })
+	lookalike, err := l.Append(ctx, newRec(t, th, kind, map[string]any{"x": 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Shaped like an erasure of es[0], but of a user kind: it erases nothing.
+	mimicRec, err := records.New(records.ActKnow, kind, th, actor, time.Now(),
+		&records.Erasure{Targets: []records.ErasureTarget{{ID: es[0].ID, Header: es[0].Record.Header, Clock: es[0].Clock}}, Reason: "mimic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mimic, err := l.Append(ctx, mimicRec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(readAll(t, l, th)); !got[es[0].ID] {
+		t.Fatalf("a user record shaped like an erasure hides %s from reads", es[0].ID)
+	}
+
+	res, err := l.Erase(ctx, th, []records.ID{lookalike.ID, es[0].ID}, "r", actor)
+	if err != nil {
+		t.Fatalf("Erase of a %s record: %v", kind, err)
+	}
+	if len(res.Erased) != 2 || len(res.Already) != 0 || res.Erasure.Clock == 0 {
+		t.Fatalf("result %+v, want both ids erased, none already", res)
+	}
+	for name, e := range map[string]Entry{kind: lookalike, "es[0]": es[0]} {
+		if _, err := l.At(ctx, e.Clock); !errors.Is(err, ErrNotFound) {
+			t.Errorf("At(%s clock %d) after Erase: err=%v, want ErrNotFound", name, e.Clock, err)
+		}
+		if _, err := l.Get(ctx, e.ID, th); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get(%s) after Erase: err=%v, want ErrNotFound", name, err)
+		}
+	}
+	left := ids(readAll(t, l, th))
+	if left[lookalike.ID] || left[es[0].ID] {
+		t.Fatalf("an erased record is still read")
+	}
+	if !left[es[1].ID] || !left[mimic.ID] || !left[res.Erasure.ID] || len(left) != 3 {
+		t.Fatalf("thread holds %v, want es[1], the mimic and the erasure", left)
+	}
+
+	// The real erasure record stays: refused, and still there.
+	if _, err := l.Erase(ctx, th, []records.ID{res.Erasure.ID}, "r", actor); !errors.Is(err, ErrNotErasable) {
+		t.Fatalf("Erase of a core.erasure record: err=%v, want ErrNotErasable", err)
+	}
+	if _, err := l.At(ctx, res.Erasure.Clock); err != nil {
+		t.Fatalf("the erasure record is gone after a refused erasure: %v", err)
 	}
 }
 
@@ -304,5 +355,22 @@ func TestEraseAfter(t *testing.T) {
 	}
 	if _, err := l.Get(ctx, victim.ID, "th_ea"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("erased record: %v, want ErrNotFound", err)
+	}
+}
+
+// isErasureSubject matches the erasure kind exactly, on any thread token.
+func TestIsErasureSubject(t *testing.T) {
+	for subject, want := range map[string]bool{
+		RecordSubject("th", records.KindErasure):                 true,
+		RecordSubject("a thread.with dots", records.KindErasure): true,
+		RecordSubject("th", "app.core.erasure"):                  false,
+		RecordSubject("core", "erasure"):                         false,
+		RecordSubject("th", "core.erasure.x"):                    false,
+		RecordSubject("th", "agent.step"):                        false,
+		"other.rec.th." + records.KindErasure:                    false,
+	} {
+		if got := isErasureSubject(subject); got != want {
+			t.Errorf("isErasureSubject(%q) = %v, want %v", subject, got, want)
+		}
 	}
 }

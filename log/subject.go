@@ -3,6 +3,8 @@ package log
 import (
 	"encoding/base64"
 	"strings"
+
+	"github.com/spl-dev/spl/records"
 )
 
 // SubjectPrefix is the first two tokens of every record subject.
@@ -54,4 +56,23 @@ func RecordSubject(thread, kind string) string {
 // ThreadSubject is the wildcard subject of every record of thread.
 func ThreadSubject(thread string) string {
 	return SubjectPrefix + "." + ThreadToken(thread) + ".>"
+}
+
+// subjectKind returns the kind of a record subject: its tokens after the
+// thread token, joined by dots ("" for a subject that is no record
+// subject). A thread token holds no dot, so a dotted kind that merely ends
+// like another (app.core.erasure) is told apart from it.
+func subjectKind(subject string) string {
+	rest, ok := strings.CutPrefix(subject, SubjectPrefix+".")
+	if !ok {
+		return ""
+	}
+	_, kind, _ := strings.Cut(rest, ".")
+	return kind
+}
+
+// isErasureSubject reports whether subject is that of a core.erasure
+// record, whatever its thread.
+func isErasureSubject(subject string) bool {
+	return subjectKind(subject) == records.KindErasure
 }
