@@ -9,10 +9,14 @@ import (
 	"github.com/spl-dev/spl/records"
 )
 
-// ErrInDoubt reports an append whose outcome the log could not learn before
-// the caller's context ended (the server did not answer). The record may
-// have landed; appending the same *records.Record again resolves it without
-// a second copy.
+// ErrInDoubt reports an append whose outcome is not known. Either the
+// caller stopped waiting (the context given to Append or Pending.Wait
+// ended) while the append could still land: the writer had taken it to
+// send, whether or not it was sent yet, or the context it was submitted
+// with had not ended. Or the log sent it and could not learn from the
+// server whether it landed. The record may have landed or may still land;
+// appending the same *records.Record again resolves it without a second
+// copy.
 var ErrInDoubt = errors.New("spl/log: append outcome unknown")
 
 // Pending is an append on its way to the log.
@@ -173,11 +177,19 @@ func fitsChained(rec *records.Record) error {
 	return nil
 }
 
-// movedError says that thread is no longer at clock after: it is at clock
-// at (0: not known yet).
-func movedError(thread string, after, at uint64) error {
-	if at == 0 {
-		return fmt.Errorf("%w: thread %q has a record after clock %d", ErrMoved, thread, after)
+// movedError says that thread is not at clock after. When known, the
+// thread is at clock at (0: it is empty), past after or behind it; else a
+// record appended ahead of the caller's in the same batch moves it past
+// after, to a clock not known until the batch lands.
+func movedError(thread string, after, at uint64, known bool) error {
+	switch {
+	case !known:
+		return fmt.Errorf("%w: thread %q gets a record after clock %d ahead of this one", ErrMoved, thread, after)
+	case at == 0:
+		return fmt.Errorf("%w: thread %q is empty, not at clock %d", ErrMoved, thread, after)
+	case at < after:
+		return fmt.Errorf("%w: thread %q is at clock %d, behind clock %d", ErrMoved, thread, at, after)
+	default:
+		return fmt.Errorf("%w: thread %q is at clock %d, past clock %d", ErrMoved, thread, at, after)
 	}
-	return fmt.Errorf("%w: thread %q is at clock %d, not %d", ErrMoved, thread, at, after)
 }

@@ -19,8 +19,10 @@ var (
 	// after every retry the context allowed.
 	ErrConflict = errors.New("spl/log: append conflict")
 	// ErrMoved reports a conditional append (AppendAfter, Erase with
-	// EraseAfter) not made: its thread has records past the clock it
-	// named. Nothing was appended; read the thread again and decide anew.
+	// EraseAfter) not made: its thread is not at the clock it named. It
+	// has moved past it (records were appended since), or it is behind it
+	// (a clock the thread never reached, or an empty thread). Nothing was
+	// appended; read the thread again and decide anew.
 	ErrMoved = errors.New("spl/log: thread moved")
 )
 

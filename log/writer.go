@@ -417,18 +417,24 @@ func threadRuns(batch []*Pending) map[string]*run {
 
 // seal chains every record of batch to its thread's head (fetched when
 // the writer does not know it) and encodes it. It returns the records it
-// sealed, in order: a record that does not encode is failed alone, and the
-// next of its thread chains on the one before it. When a head cannot be
-// read, it fails nothing and returns batch as it was, with the error.
+// sealed, in order; the others it finishes itself, each alone: a record
+// that does not encode fails, and a conditional append whose thread is not
+// at its clock (or that another record of the batch lands ahead of) fails
+// with ErrMoved. The next record of the thread chains on the last one
+// sealed before it. When a head cannot be read, it fails nothing and
+// returns batch as it was, with the error.
 func (w *writer) seal(batch []*Pending) ([]*Pending, error) {
 	runs := make(map[string]*sealRun)
 	for _, p := range batch {
 		t := p.rec.Header.Thread
 		if _, ok := runs[t]; !ok {
+			_, cached := w.heads[t]
 			h, err := w.head(t)
-			if err == nil && p.cond && h.clock != p.after {
-				// The head the writer knows may be older than what the
-				// caller read: read it again before refusing.
+			if err == nil && cached && p.cond && h.clock < p.after {
+				// The head the writer holds is older than what the caller
+				// read: read it again before refusing. (One just read from
+				// the leader is as new as it gets; one newer than the
+				// caller's clock stays so, clocks only grow.)
 				delete(w.heads, t)
 				h, err = w.head(t)
 			}
@@ -445,11 +451,13 @@ func (w *writer) seal(batch []*Pending) ([]*Pending, error) {
 			// Landed ahead of it, or about to: the server's check of the
 			// thread's last clock makes a stale head fail as a lost race,
 			// and the retry, with the head read again, ends here.
-			at := r.base.clock
-			if len(r.at) > 0 {
-				at = 0 // unknown until the batch lands
+			if r.base.clock != p.after {
+				p.finish(Entry{}, movedError(p.rec.Header.Thread, p.after, r.base.clock, true))
+			} else {
+				// At its clock now, but a record of this batch goes first:
+				// where the thread will be is unknown until it lands.
+				p.finish(Entry{}, movedError(p.rec.Header.Thread, p.after, 0, false))
 			}
-			p.finish(Entry{}, movedError(p.rec.Header.Thread, p.after, at))
 			continue
 		}
 		p.sealed = p.rec.WithPrev(r.last)

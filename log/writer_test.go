@@ -2,6 +2,7 @@ package log
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -78,19 +79,6 @@ func wait(t *testing.T, pd *Pending) (Entry, error) {
 		t.Fatal("append never answered")
 		return Entry{}, nil
 	}
-}
-
-// count returns how many records thread holds.
-func count(t *testing.T, l *Log, thread string) int {
-	t.Helper()
-	n := 0
-	for _, err := range l.Read(ctxT(t), thread) {
-		if err != nil {
-			t.Fatalf("Read: %v", err)
-		}
-		n++
-	}
-	return n
 }
 
 // After Close, every append is refused with ErrClosed; none is queued for
@@ -171,54 +159,51 @@ func TestAppendsRacingClose(t *testing.T) {
 // a stale thread head (a record landed behind the writer's back), and the
 // first caller cancels before the writer reads the head again.
 func TestCancelledCallerLeavesGroup(t *testing.T) {
-	for _, noSync := range []bool{false, true} {
-		t.Run(fmt.Sprintf("NoSync=%v", noSync), func(t *testing.T) {
-			l, p := openPaused(t, noSync)
-			ctx := ctxT(t)
-			base, err := l.Append(ctx, newRec(t, "th_group", "agent.step", map[string]any{"n": 0}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			behind := newRec(t, "th_group", "agent.step", map[string]any{"n": 1}).WithPrev(base.ID)
-			if _, err := l.JetStream().PublishMsg(ctx, recordMsg(t, behind)); err != nil {
-				t.Fatal(err)
-			}
+	bothModes(t, func(t *testing.T, l *Log, p *pause) {
+		ctx := ctxT(t)
+		base, err := l.Append(ctx, newRec(t, "th_group", "agent.step", map[string]any{"n": 0}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		behind := newRec(t, "th_group", "agent.step", map[string]any{"n": 1}).WithPrev(base.ID)
+		if _, err := l.JetStream().PublishMsg(ctx, recordMsg(t, behind)); err != nil {
+			t.Fatal(err)
+		}
 
-			p.hold(t, l)
-			ctxA, cancelA := context.WithTimeout(context.Background(), time.Hour)
-			defer cancelA()
-			a, err := l.Submit(ctxA, newRec(t, "th_group", "agent.step", map[string]any{"n": "a"}))
-			if err != nil {
-				t.Fatal(err)
+		p.hold(t, l)
+		ctxA, cancelA := context.WithTimeout(context.Background(), time.Hour)
+		defer cancelA()
+		a, err := l.Submit(ctxA, newRec(t, "th_group", "agent.step", map[string]any{"n": "a"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := l.Submit(context.Background(), newRec(t, "th_group", "agent.step", map[string]any{"n": "b"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cancelOnStale := func(st BatchStats) {
+			if errors.Is(st.Err, ErrExpectation) {
+				cancelA()
 			}
-			b, err := l.Submit(context.Background(), newRec(t, "th_group", "agent.step", map[string]any{"n": "b"}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			cancelOnStale := func(st BatchStats) {
-				if errors.Is(st.Err, ErrExpectation) {
-					cancelA()
-				}
-			}
-			p.each.Store(&cancelOnStale)
-			p.resume()
+		}
+		p.each.Store(&cancelOnStale)
+		p.resume()
 
-			if _, err := wait(t, a); !errors.Is(err, context.Canceled) {
-				t.Errorf("cancelled append: err=%v, want context.Canceled", err)
-			}
-			e, err := wait(t, b)
-			if err != nil {
-				t.Fatalf("other append of the group: %v", err)
-			}
-			es := chain(t, l, "th_group")
-			if got, want := len(es), 3; got != want {
-				t.Fatalf("thread holds %d records, want %d", got, want)
-			}
-			if es[2].ID != e.ID {
-				t.Fatalf("last record is %s, want the other append %s", es[2].ID, e.ID)
-			}
-		})
-	}
+		if _, err := wait(t, a); !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled append: err=%v, want context.Canceled", err)
+		}
+		e, err := wait(t, b)
+		if err != nil {
+			t.Fatalf("other append of the group: %v", err)
+		}
+		es := chain(t, l, "th_group")
+		if got, want := len(es), 3; got != want {
+			t.Fatalf("thread holds %d records, want %d", got, want)
+		}
+		if es[2].ID != e.ID {
+			t.Fatalf("last record is %s, want the other append %s", es[2].ID, e.ID)
+		}
+	})
 }
 
 // recordOfSize returns a record of thread whose unchained envelope is n bytes.
@@ -267,39 +252,36 @@ func TestSubmitRefusesTooLargeOnceChained(t *testing.T) {
 // others land, and the next record of its thread chains on the one before
 // it. (Submit refuses such a record; this one is queued behind its back.)
 func TestUnencodableRecordFailsAlone(t *testing.T) {
-	for _, noSync := range []bool{false, true} {
-		t.Run(fmt.Sprintf("NoSync=%v", noSync), func(t *testing.T) {
-			l, p := openPaused(t, noSync)
-			ctx := ctxT(t)
-			p.hold(t, l)
-			submit := func(rec *records.Record) *Pending {
-				t.Helper()
-				pd, err := l.Submit(ctx, rec)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return pd
+	bothModes(t, func(t *testing.T, l *Log, p *pause) {
+		ctx := ctxT(t)
+		p.hold(t, l)
+		submit := func(rec *records.Record) *Pending {
+			t.Helper()
+			pd, err := l.Submit(ctx, rec)
+			if err != nil {
+				t.Fatal(err)
 			}
-			first := submit(newRec(t, "th_mixed", "agent.step", map[string]any{"n": 1}))
-			bad := &Pending{rec: recordOfSize(t, "th_mixed", records.MaxEncodedSize), ctx: ctx, done: make(chan struct{})}
-			l.w.in <- bad
-			next := submit(newRec(t, "th_mixed", "agent.step", map[string]any{"n": 2}))
-			other := submit(newRec(t, "th_neighbour", "agent.step", map[string]any{"n": 3}))
-			p.resume()
+			return pd
+		}
+		first := submit(newRec(t, "th_mixed", "agent.step", map[string]any{"n": 1}))
+		bad := &Pending{rec: recordOfSize(t, "th_mixed", records.MaxEncodedSize), ctx: ctx, done: make(chan struct{})}
+		l.w.in <- bad
+		next := submit(newRec(t, "th_mixed", "agent.step", map[string]any{"n": 2}))
+		other := submit(newRec(t, "th_neighbour", "agent.step", map[string]any{"n": 3}))
+		p.resume()
 
-			if _, err := wait(t, bad); !errors.Is(err, records.ErrInvalid) {
-				t.Errorf("unencodable record: err=%v, want records.ErrInvalid", err)
+		if _, err := wait(t, bad); !errors.Is(err, records.ErrInvalid) {
+			t.Errorf("unencodable record: err=%v, want records.ErrInvalid", err)
+		}
+		for name, pd := range map[string]*Pending{"first": first, "next": next, "other": other} {
+			if _, err := wait(t, pd); err != nil {
+				t.Errorf("%s append: %v", name, err)
 			}
-			for name, pd := range map[string]*Pending{"first": first, "next": next, "other": other} {
-				if _, err := wait(t, pd); err != nil {
-					t.Errorf("%s append: %v", name, err)
-				}
-			}
-			if got, want := len(chain(t, l, "th_mixed")), 2; got != want {
-				t.Fatalf("thread holds %d records, want %d", got, want)
-			}
-		})
-	}
+		}
+		if got, want := len(chain(t, l, "th_mixed")), 2; got != want {
+			t.Fatalf("thread holds %d records, want %d", got, want)
+		}
+	})
 }
 
 // A caller whose context ends after the writer sent its record learns that
@@ -340,7 +322,7 @@ func TestContextEndsAfterSend(t *testing.T) {
 	if again.ID != rec.ID() { // the thread's first record: no prev
 		t.Fatalf("Append again: id %s, want %s", again.ID, rec.ID())
 	}
-	if got, want := count(t, l, "th_sent"), 1; got != want {
+	if got, want := len(readAll(t, l, "th_sent")), 1; got != want {
 		t.Fatalf("thread holds %d records, want %d", got, want)
 	}
 }
@@ -369,7 +351,7 @@ func TestContextEndsBeforeSend(t *testing.T) {
 	if _, err := l.Append(ctx, newRec(t, "th_unsent", "agent.step", map[string]any{"n": 2})); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := count(t, l, "th_unsent"), 1; got != want {
+	if got, want := len(readAll(t, l, "th_unsent")), 1; got != want {
 		t.Fatalf("thread holds %d records, want %d", got, want)
 	}
 }
@@ -417,7 +399,7 @@ func TestConditionalAppend(t *testing.T) {
 	if c, err := b.ThreadClock(ctx, "th_none"); err != nil || c != 0 {
 		t.Fatalf("ThreadClock of an empty thread=%d, %v; want 0", c, err)
 	}
-	if got := count(t, a, th); got != 4 {
+	if got := len(readAll(t, a, th)); got != 4 {
 		t.Fatalf("thread holds %d records, want 4 (the refused appends left nothing)", got)
 	}
 
@@ -448,8 +430,123 @@ func TestConditionalAppend(t *testing.T) {
 	if landed != 1 {
 		t.Fatalf("%d racing conditional appends landed, want 1 (%v)", landed, errs)
 	}
-	if got := count(t, a, th); got != 5 {
+	if got := len(readAll(t, a, th)); got != 5 {
 		t.Fatalf("thread holds %d records, want 5", got)
+	}
+}
+
+// ErrMoved says where the thread is: empty, behind the caller's clock, or
+// past it.
+func TestMovedSaysWhere(t *testing.T) {
+	l := openTest(t, "")
+	ctx := ctxT(t)
+	const th = "th_where"
+	try := func(after uint64, want string) {
+		t.Helper()
+		_, err := l.AppendAfter(ctx, newRec(t, th, "agent.step", map[string]any{"after": after}), after)
+		if !errors.Is(err, ErrMoved) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("AppendAfter(%d): err=%v, want ErrMoved saying %q", after, err, want)
+		}
+	}
+	try(5, fmt.Sprintf("thread %q is empty, not at clock 5", th))
+	e, err := l.Append(ctx, newRec(t, th, "agent.step", map[string]any{"n": 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	try(e.Clock+10, fmt.Sprintf("is at clock %d, behind clock %d", e.Clock, e.Clock+10))
+	try(0, fmt.Sprintf("is at clock %d, past clock 0", e.Clock))
+	if got := len(readAll(t, l, th)); got != 1 {
+		t.Fatalf("thread holds %d records, want 1", got)
+	}
+}
+
+// headReads counts the writer's reads of thread's head from the stream
+// leader, from now on: each is a message get by last subject.
+func headReads(t *testing.T, l *Log, thread string) func() int {
+	t.Helper()
+	sub, err := l.Conn().SubscribeSync("$JS.API.STREAM.MSG.GET." + l.opts.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Unsubscribe() })
+	if err := l.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	return func() int {
+		t.Helper()
+		// The requests went out before this flush; their copies are
+		// queued for sub by the time it returns.
+		if err := l.Conn().Flush(); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			m, err := sub.NextMsg(10 * time.Millisecond)
+			if err != nil {
+				return n
+			}
+			var req getRequest
+			if json.Unmarshal(m.Data, &req) == nil && req.LastFor == ThreadSubject(thread) {
+				n++
+			}
+		}
+	}
+}
+
+// A conditional append reads its thread's head from the leader at most
+// once: not again right after reading it, nor when the head the writer
+// holds is already past the caller's clock (clocks only grow); only a held
+// head older than the caller's clock is read again.
+func TestConditionalAppendReadsHeadOnce(t *testing.T) {
+	dir := t.TempDir()
+	a := openTest(t, dir)
+	b := openTest(t, dir) // another process on the same directory
+	ctx := ctxT(t)
+	const th = "th_reads"
+	first, err := a.Append(ctx, newRec(t, th, "agent.step", map[string]any{"n": 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := a.Append(ctx, newRec(t, th, "agent.step", map[string]any{"n": 2}))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// b holds no head of th: it reads it once, and refuses.
+	reads := headReads(t, b, th)
+	if _, err := b.AppendAfter(ctx, newRec(t, th, "agent.step", map[string]any{"n": "b"}), first.Clock); !errors.Is(err, ErrMoved) {
+		t.Fatalf("after %d on a thread at %d: %v, want ErrMoved", first.Clock, second.Clock, err)
+	}
+	if got := reads(); got != 1 {
+		t.Errorf("head not held: %d head reads, want 1", got)
+	}
+
+	// a holds the head at second.Clock, past the caller's clock: refused
+	// without a read.
+	reads = headReads(t, a, th)
+	if _, err := a.AppendAfter(ctx, newRec(t, th, "agent.step", map[string]any{"n": "a"}), first.Clock); !errors.Is(err, ErrMoved) {
+		t.Fatalf("after %d on a thread at %d: %v, want ErrMoved", first.Clock, second.Clock, err)
+	}
+	if got := reads(); got != 0 {
+		t.Errorf("held head newer than the caller's clock: %d head reads, want 0", got)
+	}
+
+	// b moves the thread: the head a holds is older than the caller's
+	// clock, so a reads it again once, and lands.
+	moved, err := b.Append(ctx, newRec(t, th, "agent.step", map[string]any{"n": 3}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads = headReads(t, a, th)
+	e, err := a.AppendAfter(ctx, newRec(t, th, "agent.step", map[string]any{"n": 4}), moved.Clock)
+	if err != nil {
+		t.Fatalf("after %d, the thread's last clock: %v", moved.Clock, err)
+	}
+	if e.Record.Header.Prev != moved.ID {
+		t.Fatalf("prev %s, want %s", e.Record.Header.Prev, moved.ID)
+	}
+	if got := reads(); got != 1 {
+		t.Errorf("held head older than the caller's clock: %d head reads, want 1", got)
 	}
 }
 
@@ -479,10 +576,10 @@ func TestConditionalAppendsInOneGroup(t *testing.T) {
 		if e.Record.Header.Prev != base.ID {
 			t.Fatalf("first conditional append chains on %s, want %s", e.Record.Header.Prev, base.ID)
 		}
-		if _, err := wait(t, ps[1]); !errors.Is(err, ErrMoved) {
-			t.Fatalf("second conditional append on the same clock: %v, want ErrMoved", err)
+		if _, err := wait(t, ps[1]); !errors.Is(err, ErrMoved) || !strings.Contains(err.Error(), "ahead of this one") {
+			t.Fatalf("second conditional append on the same clock: %v, want ErrMoved saying a record goes ahead of it", err)
 		}
-		if got := count(t, l, "th_group"); got != 2 {
+		if got := len(readAll(t, l, "th_group")); got != 2 {
 			t.Fatalf("thread holds %d records, want 2", got)
 		}
 	})
