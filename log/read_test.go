@@ -147,9 +147,17 @@ func TestReadRefusesInvalidFilter(t *testing.T) {
 		check(fmt.Sprintf("Latest(%q)", kind), "kind", err)
 	}
 	for _, act := range []string{"know", "K", "KNOW.*", ">"} {
-		for _, err := range l.Read(ctx, "th_f", Act(act)) {
-			check(fmt.Sprintf("Read(Act(%q))", act), "act", err)
+		var errs []error
+		for e, err := range l.Read(ctx, "th_f", Act(act)) {
+			if err == nil {
+				t.Fatalf("Read(Act(%q)) yielded %s record at clock %d", act, e.Record.Header.Act, e.Clock)
+			}
+			errs = append(errs, err)
 		}
+		if len(errs) != 1 {
+			t.Fatalf("Read(Act(%q)) yielded %d errors, want 1", act, len(errs))
+		}
+		check(fmt.Sprintf("Read(Act(%q))", act), "act", errs[0])
 		_, err := l.Tail(ctx, "th_f", 5, Act(act))
 		check(fmt.Sprintf("Tail(Act(%q))", act), "act", err)
 	}
