@@ -149,7 +149,7 @@ func writeToken(path string, replace bool) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("write token: %w", err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := syncFile(dir); err != nil {
 		return "", fmt.Errorf("write token: %w", err)
 	}
 	return tok, nil
@@ -200,16 +200,6 @@ func replaceToken(path string) (string, error) {
 		return string(b), nil
 	}
 	return writeToken(path, true)
-}
-
-// syncDir makes the names in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // connect returns a connection to the directory's server, starting one in

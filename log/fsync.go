@@ -74,7 +74,7 @@ func (s *blockSyncer) sync() error {
 		}
 		for i := max(prev, 1); i < hi; i++ {
 			if err := syncFile(s.block(i)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
+				return fmt.Errorf("fsync log: %w", err)
 			}
 		}
 		grew = prev != 0 && hi != prev
@@ -101,7 +101,7 @@ func (s *blockSyncer) sync() error {
 	if grew {
 		// New directory entries must be durable too.
 		if err := syncFile(s.dir); err != nil {
-			return err
+			return fmt.Errorf("fsync log: %w", err)
 		}
 	}
 	return nil
@@ -151,10 +151,13 @@ func (s *blockSyncer) syncAll() error {
 			continue
 		}
 		if err := syncFile(filepath.Join(s.dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
+			return fmt.Errorf("fsync log: %w", err)
 		}
 	}
-	return syncFile(s.dir)
+	if err := syncFile(s.dir); err != nil {
+		return fmt.Errorf("fsync log: %w", err)
+	}
+	return nil
 }
 
 func (s *blockSyncer) block(i int) string {
@@ -197,14 +200,17 @@ func (s *blockSyncer) scan() (int, error) {
 	return hi, nil
 }
 
+// syncFile fsyncs the file or directory at path: a directory's fsync
+// makes the names in it durable. Its errors name path; the caller says
+// what the fsync was for.
 func syncFile(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("fsync log: %w", err)
+		return err
 	}
 	defer f.Close()
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("fsync log: %s: %w", filepath.Base(path), err)
+		return &fs.PathError{Op: "fsync", Path: path, Err: err}
 	}
 	return nil
 }
