@@ -33,7 +33,8 @@ func (rd *Reader) stream(model string) string { return kvStreamName(rd.log.Strea
 // ThreadCount returns how many threads the thread index holds, from the
 // state of its bucket's stream (one message per thread), without reading
 // them. A thread whose every record was erased by an erasure on another
-// thread leaves a delete marker, which counts too.
+// thread leaves a delete marker, which counts too. ThreadsAndCount lists
+// threads and counts them in one look at that state.
 func (rd *Reader) ThreadCount(ctx context.Context) (uint64, error) {
 	s, err := rd.log.JetStream().Stream(ctx, rd.stream(ModelThreads))
 	if err != nil {
@@ -128,14 +129,24 @@ type ThreadFilter struct {
 // as no thread further back can come before the ones found. A negative
 // f.Limit is a *records.FieldError.
 func (rd *Reader) Threads(ctx context.Context, f ThreadFilter) ([]*Thread, error) {
+	ts, _, err := rd.ThreadsAndCount(ctx, f)
+	return ts, err
+}
+
+// ThreadsAndCount returns what Threads returns, and how many threads the
+// index holds whatever f selects, as ThreadCount counts them: from the
+// stream state the walk starts from, so that one request serves both and
+// the count is of the index the walk began on (a thread first stored
+// during the walk may be listed and not counted).
+func (rd *Reader) ThreadsAndCount(ctx context.Context, f ThreadFilter) ([]*Thread, uint64, error) {
 	if err := notNegative("limit", f.Limit); err != nil {
-		return nil, fmt.Errorf("threads: %w", err)
+		return nil, 0, fmt.Errorf("threads: %w", err)
 	}
 	cutoff := int64(0)
 	if !f.Since.IsZero() {
 		cutoff = f.Since.UnixMilli()
 	}
-	out, err := walkModel(ctx, rd, ModelThreads, f.Limit, f.Since, func(data []byte) (*Thread, uint64, uint64, error) {
+	out, total, err := walkModel(ctx, rd, ModelThreads, f.Limit, f.Since, func(data []byte) (*Thread, uint64, uint64, error) {
 		var t Thread
 		if err := json.Unmarshal(data, &t); err != nil {
 			return nil, 0, 0, err
@@ -146,7 +157,7 @@ func (rd *Reader) Threads(ctx context.Context, f ThreadFilter) ([]*Thread, error
 		return &t, t.Last, t.AsOf, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("threads: %w", err)
+		return nil, 0, fmt.Errorf("threads: %w", err)
 	}
 	slices.SortFunc(out, func(a, b *Thread) int {
 		return cmp.Or(cmp.Compare(b.Last, a.Last), strings.Compare(a.Thread, b.Thread))
@@ -154,7 +165,7 @@ func (rd *Reader) Threads(ctx context.Context, f ThreadFilter) ([]*Thread, error
 	if f.Limit > 0 && len(out) > f.Limit {
 		out = out[:f.Limit]
 	}
-	return out, nil
+	return out, total, nil
 }
 
 // CheckpointFilter selects checkpoints for Reader.Checkpoints.
@@ -181,7 +192,7 @@ func (rd *Reader) Checkpoints(ctx context.Context, f CheckpointFilter) ([]*Check
 	if f.Limit > 0 {
 		want = f.Offset + f.Limit
 	}
-	out, err := walkModel(ctx, rd, ModelCheckpoints, want, f.Since, func(data []byte) (*Checkpoint, uint64, uint64, error) {
+	out, _, err := walkModel(ctx, rd, ModelCheckpoints, want, f.Since, func(data []byte) (*Checkpoint, uint64, uint64, error) {
 		var c Checkpoint
 		if err := json.Unmarshal(data, &c); err != nil {
 			return nil, 0, 0, err
@@ -231,12 +242,14 @@ const sinceSlack = 10 * time.Minute
 const maxForwardReads = 64
 
 // walkModel reads the values of model newest change first and returns the
-// ones decode selects, in no particular order. decode returns the value,
-// its order (0: not selected) and its as-of clock. The walk stops when
-// want values are selected whose order is at least the as-of clock of the
-// value in hand (no value further back can come before them: its order is
-// at most its as-of clock, which is at most that one), or, with since, at
-// the first value stored well before it (sinceSlack).
+// ones decode selects, in no particular order, and how many messages
+// (values and delete markers, one per key) the model's stream held when
+// the walk began. decode returns the value, its order (0: not selected)
+// and its as-of clock. The walk stops when want values are selected whose
+// order is at least the as-of clock of the value in hand (no value further
+// back can come before them: its order is at most its as-of clock, which
+// is at most that one), or, with since, at the first value stored well
+// before it (sinceSlack).
 //
 // The walk pages back from the stream's last sequence at its start, while
 // the projector may be writing: a key written meanwhile loses its message
@@ -250,11 +263,11 @@ const maxForwardReads = 64
 // the forward reads end after maxForwardReads batches: a key written
 // during the walk may then be missing, or have an older value than the
 // one stored last.
-func walkModel[T any](ctx context.Context, rd *Reader, model string, want int, since time.Time, decode func([]byte) (T, uint64, uint64, error)) ([]T, error) {
+func walkModel[T any](ctx context.Context, rd *Reader, model string, want int, since time.Time, decode func([]byte) (T, uint64, uint64, error)) ([]T, uint64, error) {
 	stream := rd.stream(model)
 	st, err := rd.log.JetStream().Stream(ctx, stream)
 	if err != nil {
-		return nil, fmt.Errorf("bucket %s: %w", BucketName(rd.log.StreamName(), model), err)
+		return nil, 0, fmt.Errorf("bucket %s: %w", BucketName(rd.log.StreamName(), model), err)
 	}
 	info := st.CachedInfo().State
 	window := uint64(1024)
@@ -275,10 +288,10 @@ func walkModel[T any](ctx context.Context, rd *Reader, model string, want int, s
 	// walk back stops and the check that ends the rounds.
 	for {
 		if err := w.back(ctx); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if err := w.forward(ctx); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if w.hi < w.first {
 			break // the walk back is done
@@ -297,7 +310,7 @@ func walkModel[T any](ctx context.Context, rd *Reader, model string, want int, s
 	for _, v := range w.sel {
 		out = append(out, v.v)
 	}
-	return out, nil
+	return out, info.Msgs, nil
 }
 
 // walked is a value a walk selected.

@@ -71,6 +71,21 @@ func TestThreadsNewestActivityFirst(t *testing.T) {
 	if n, err := rd.ThreadCount(ctxT(t)); err != nil || n != 10 {
 		t.Errorf("ThreadCount=%d, %v; want 10", n, err)
 	}
+	// ThreadsAndCount lists as Threads does, and counts every thread
+	// whatever the filter selects.
+	for _, f := range []ThreadFilter{{Limit: 4}, {Kind: records.KindCheckpoint}} {
+		ts, n, err := rd.ThreadsAndCount(ctxT(t), f)
+		if err != nil {
+			t.Fatalf("ThreadsAndCount(%+v): %v", f, err)
+		}
+		want, err := rd.Threads(ctxT(t), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if names, want := threadNames(ts), threadNames(want); !slices.Equal(names, want) || n != 10 {
+			t.Errorf("ThreadsAndCount(%+v)=%v, %d; want %v, 10", f, names, n, want)
+		}
+	}
 }
 
 func TestCheckpointsNewestFirstPaged(t *testing.T) {
@@ -145,7 +160,7 @@ func TestThreadsStopsEarly(t *testing.T) {
 	ctx, cancel := context.WithTimeout(ctxT(t), 10*time.Second)
 	defer cancel()
 	visited := 0
-	if _, err := walkModel(ctx, NewReader(l), ModelThreads, 5, time.Time{}, func(b []byte) (struct{}, uint64, uint64, error) {
+	if _, _, err := walkModel(ctx, NewReader(l), ModelThreads, 5, time.Time{}, func(b []byte) (struct{}, uint64, uint64, error) {
 		visited++
 		var th Thread
 		if err := json.Unmarshal(b, &th); err != nil {

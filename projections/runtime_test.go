@@ -481,6 +481,10 @@ func TestWaitTimesOutWithClearError(t *testing.T) {
 	if err := r.Wait(ctxT(t), e.Clock); err != nil {
 		t.Fatalf("Wait without a projector: %v", err)
 	}
+	// WaitApplied says how far the projection got: past the clock asked.
+	if got, err := r.WaitApplied(ctxT(t), 1); err != nil || got != e.Clock {
+		t.Fatalf("WaitApplied(1)=%d, %v; want %d", got, err, e.Clock)
+	}
 }
 
 func TestWaitPassesDeletedTail(t *testing.T) {

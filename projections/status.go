@@ -62,6 +62,14 @@ func (r *Runtime) Status(ctx context.Context) (Status, error) {
 // ends first, it returns a *BehindError that says where the projection
 // is; give ctx a deadline.
 func (r *Runtime) Wait(ctx context.Context, clock uint64) error {
+	_, err := r.WaitApplied(ctx, clock)
+	return err
+}
+
+// WaitApplied is Wait, and returns the clock the projection had applied
+// when the wait ended, as the stored position it read then says: at least
+// clock, and every record up to it is in the read models read after.
+func (r *Runtime) WaitApplied(ctx context.Context, clock uint64) (uint64, error) {
 	start := time.Now()
 	// Every stored position is a message on the key's subject: a wait
 	// wakes up as soon as the projector moves.
@@ -73,11 +81,11 @@ func (r *Runtime) Wait(ctx context.Context, clock uint64) error {
 	for {
 		p, _, err := r.readPosition(ctx)
 		if err != nil && ctx.Err() == nil {
-			return fmt.Errorf("spl/projections: %s: %w", r.Name(), err)
+			return 0, fmt.Errorf("spl/projections: %s: %w", r.Name(), err)
 		}
 		if err == nil {
 			if !p.Reset && p.Clock >= clock {
-				return nil
+				return p.Clock, nil
 			}
 			pos = p
 		}
@@ -89,7 +97,7 @@ func (r *Runtime) Wait(ctx context.Context, clock uint64) error {
 			if ctx.Err() != nil {
 				break // keep the holder read before
 			}
-			return fmt.Errorf("spl/projections: %s: %w", r.Name(), err)
+			return 0, fmt.Errorf("spl/projections: %s: %w", r.Name(), err)
 		}
 		holder = ""
 		if ls.live(v, rev) {
@@ -101,14 +109,14 @@ func (r *Runtime) Wait(ctx context.Context, clock uint64) error {
 			case err == nil:
 				if p, _, err := r.readPosition(ctx); err == nil {
 					if !p.Reset && p.Clock >= clock {
-						return nil
+						return p.Clock, nil
 					}
 					pos = p
 				}
 				// The clock is not in the log yet: wait for it below.
 			case errors.Is(err, ErrBusy), ctx.Err() != nil:
 			default:
-				return err
+				return 0, err
 			}
 		}
 		t := time.NewTimer(250 * time.Millisecond)
@@ -119,5 +127,5 @@ func (r *Runtime) Wait(ctx context.Context, clock uint64) error {
 		}
 		t.Stop()
 	}
-	return &BehindError{Name: r.Name(), Clock: pos.Clock, Want: clock, Holder: holder, Waited: time.Since(start), Err: ctx.Err()}
+	return 0, &BehindError{Name: r.Name(), Clock: pos.Clock, Want: clock, Holder: holder, Waited: time.Since(start), Err: ctx.Err()}
 }

@@ -512,19 +512,20 @@ func (s *Server) handleThreads(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := threadsResponse{Threads: []threadJSON{}, AsOf: asOf, LogClock: logClock}
 	rd := projections.NewReader(l)
-	if resp.Total, err = rd.ThreadCount(ctx); err != nil {
-		s.fail(w, r, fmt.Errorf("thread index: %w", err))
+	var ts []*projections.Thread
+	if limit == 0 { // the count alone
+		if resp.Total, err = rd.ThreadCount(ctx); err != nil {
+			err = fmt.Errorf("thread index: %w", err)
+		}
+	} else { // the list and the count, from one look at the index
+		ts, resp.Total, err = rd.ThreadsAndCount(ctx, projections.ThreadFilter{Actor: actor, Kind: kind, Since: since, Limit: int(limit)})
+	}
+	if err != nil {
+		s.fail(w, r, err)
 		return
 	}
-	if limit > 0 { // 0 asks for the counts alone
-		ts, err := rd.Threads(ctx, projections.ThreadFilter{Actor: actor, Kind: kind, Since: since, Limit: int(limit)})
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		for _, t := range ts {
-			resp.Threads = append(resp.Threads, sdk.NewThreadJSONFromIndex(t))
-		}
+	for _, t := range ts {
+		resp.Threads = append(resp.Threads, sdk.NewThreadJSONFromIndex(t))
 	}
 	writeJSON(w, http.StatusOK, resp)
 }
@@ -535,15 +536,13 @@ func (s *Server) handleThreads(w http.ResponseWriter, r *http.Request) {
 func (s *Server) waitIndex(ctx context.Context, rt *projections.Runtime, clock uint64) (uint64, error) {
 	wctx, cancel := context.WithTimeout(ctx, s.threadsWait)
 	defer cancel()
-	err := rt.Wait(wctx, clock)
+	applied, err := rt.WaitApplied(wctx, clock)
 	var be *projections.BehindError
 	switch {
 	case err == nil:
-		// The position was at clock or past it; Position may have moved on
-		// since, never back (but for a rebuild, which a wait does not end in).
-		return max(rt.Position(), clock), nil
+		return applied, nil
 	case errors.As(err, &be) && ctx.Err() == nil:
-		return max(rt.Position(), be.Clock), nil
+		return be.Clock, nil // the position the wait read last
 	}
 	return 0, err
 }
