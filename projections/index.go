@@ -171,9 +171,6 @@ func (index) Keys(e log.Entry, add func(Key)) {
 	}
 	if er := erasure(e); er != nil {
 		for _, t := range er.Targets {
-			if t.Header.Kind == records.KindErasure {
-				continue // never erased: see erase
-			}
 			add(Key{ModelErased, t.ID.String()})
 			tk := ThreadKey(t.Header.Thread)
 			add(Key{ModelThreads, tk})
