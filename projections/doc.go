@@ -44,9 +44,9 @@
 //
 // Every value carries as_of, the clock of the last entry that changed it,
 // and the fold leaves a value alone for an entry at or below it. The
-// runtime stores a batch's values before the batch's position, so a crash
-// between the two makes the next projector apply the batch again, to the
-// same result. Values are written with the expected revision of the key
+// runtime stores values before the position they reach, so a crash
+// between the two makes the next projector apply their entries again, to
+// the same result. Values are written with the expected revision of the key
 // (compare-and-set) and the position likewise, so a projector that lost its
 // lease without knowing cannot overwrite newer work: its write fails, and
 // it starts again from the stored position.
@@ -105,10 +105,10 @@
 // a server that fsyncs, values go out as atomic batches of at most 1,000
 // messages, one fsync each; on the embedded server, which fsyncs no KV
 // stream, as plain publishes sent all at once, each landing on its own
-// (a crash between them is a crash between batches: the batch is applied
-// again). A message that does
+// (a crash between them is a crash between stores: the entries since the
+// stored position are applied again). A message that does
 // not verify (records.ErrCorrupt) is skipped and counted in the position;
-// it never stops the projector. Values stay cached between batches
+// it never stops the projector. Values stay cached between stores
 // (Options.CacheSize), so a hot thread is not read back.
 //
 // Wait waits for a clock: it watches the position, and when no process

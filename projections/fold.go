@@ -49,8 +49,9 @@ type Fold interface {
 	// loads them in one round trip. It is a hint: Apply may read others,
 	// which are then loaded one by one.
 	Keys(e log.Entry, add func(Key))
-	// Apply folds e into the read models through tx. An error stops the
-	// batch, which is then applied again from the stored position.
+	// Apply folds e into the read models through tx. An error drops the
+	// changes not yet stored, which are then applied again from the
+	// stored position.
 	Apply(tx *Tx, e log.Entry) error
 }
 
@@ -100,7 +101,8 @@ type Store interface {
 
 // Tx is what Fold.Apply reads and changes for one entry: the read models
 // as the entries before it left them, and the log before it. Changes stay
-// in memory until the runtime stores the batch.
+// in memory until the runtime stores them, with those of the other
+// batches it holds (Options.MaxBatch).
 type Tx struct {
 	ctx   context.Context
 	s     *state
@@ -159,24 +161,26 @@ type slot struct {
 }
 
 // state is a projection's read models as a runtime holds them: values
-// loaded from the store or changed by the batch being applied. It is
-// dropped whole when a commit fails, so it never holds what the store
-// does not, except the changes of the batch.
+// loaded from the store, and the changes of the batches applied since the
+// last store (one, or several while the consumer has more pending). It is
+// dropped whole when applying or storing fails, so it never holds what
+// the store does not, except those changes.
 type state struct {
 	fold  Fold
 	store Store
 	hist  History
 	slots map[Key]*slot
 	dirty []Key // the keys of the dirty slots
-	// base is the stored position when the batch started: a loaded value
-	// applied beyond it was stored by a batch that never stored its
-	// position (a crash), and is written again so that the order of the
-	// KV streams follows the clocks again.
+	// base is the position as last stored (when the runtime started, or
+	// at its last store). A loaded value applied beyond it is none of
+	// the held changes, which stay cached until stored: it was stored by
+	// a store whose position never was (a crash), and is written again
+	// so that the order of the KV streams follows the clocks again.
 	base uint64
 	// empty says the store holds no value the cache does not (after a
 	// reset): misses need no load.
 	empty bool
-	max   int // values kept between batches
+	max   int // values kept after a store
 }
 
 func newState(f Fold, st Store, h History, max int) *state {
@@ -273,7 +277,8 @@ func (s *state) markDirty(k Key, sl *slot) {
 	}
 }
 
-// changes returns the writes of the batch, in the order of the clocks that
+// changes returns the writes of the changes held since the last store,
+// whatever the batches that made them, in the order of the clocks that
 // made them (then model and key), so that each KV stream holds its keys in
 // the order of their last change.
 func (s *state) changes() ([]Write, error) {
@@ -324,8 +329,8 @@ func (s *state) committed(ws []Write, revs []uint64) {
 	}
 	s.dirty = s.dirty[:0]
 	if s.max > 0 && len(s.slots) > s.max {
-		// Forget about half, in map order (random enough): the next batch
-		// loads what it needs again.
+		// Forget about half, in map order (random enough): the batches
+		// to come load what they need again.
 		n := len(s.slots) - s.max/2
 		for k, sl := range s.slots {
 			if n == 0 {

@@ -32,8 +32,12 @@ type Options struct {
 	// they grow only when the projector is behind; then the changes of
 	// several batches are stored together.
 	MaxBatch int
-	// CacheSize bounds the values kept in memory between batches; 100,000
-	// when zero.
+	// CacheSize bounds the values kept in memory after each store of the
+	// changes; 100,000 when zero. Between two stores the cache keeps
+	// every value the batches in between read or changed, so while
+	// changes are held (see MaxBatch) it can grow past CacheSize by
+	// those of the held batches, until the hold ends (50,000 changed
+	// values, or a second).
 	CacheSize int
 	// Replicas of the buckets when New creates them; 1 when zero.
 	Replicas int
@@ -169,9 +173,13 @@ func New(ctx context.Context, l *log.Log, fold Fold, opts Options) (*Runtime, er
 // Name is the projection's name.
 func (r *Runtime) Name() string { return r.fold.Name() }
 
-// Position is the clock the projection had reached when this runtime last
-// stored or read its position: for metrics (a standby reads it every
-// LeaseTTL/3).
+// Position is the clock of the position this runtime last stored or read.
+// A leader stores it with its changes, which while the log has more
+// waiting may be held up to a second past applying them; a standby reads
+// it every LeaseTTL/3, and Status and Wait read it too, so reads that
+// race may leave it a little behind the stored position. It is for
+// reports: serve's projection lag metric, and its log when a projector
+// stops. A read that must see a clock waits for it (Wait, WaitApplied).
 func (r *Runtime) Position() uint64 { return r.position.Load() }
 
 // Holder is the name of this runtime in leases.
@@ -699,7 +707,7 @@ func decodeBatch(batch []jetstream.Msg) ([]log.Entry, []uint64, uint64, uint64, 
 	entries := make([]log.Entry, len(batch))
 	errs := make([]error, len(batch))
 	clocks := make([]uint64, len(batch))
-	pending := make([]uint64, len(batch))
+	var pending uint64 // after the last message
 	decode := func(i int) {
 		m := batch[i]
 		md, err := m.Metadata()
@@ -707,7 +715,10 @@ func decodeBatch(batch []jetstream.Msg) ([]log.Entry, []uint64, uint64, uint64, 
 			errs[i] = fmt.Errorf("message metadata: %w", err)
 			return
 		}
-		clocks[i], pending[i] = md.Sequence.Stream, md.NumPending
+		clocks[i] = md.Sequence.Stream
+		if i == len(batch)-1 { // decoded by one goroutine, read after them all
+			pending = md.NumPending
+		}
 		entries[i], errs[i] = log.DecodeMessage(m.Subject(), md.Sequence.Stream, m.Headers(), m.Data())
 	}
 	workers := runtime.GOMAXPROCS(0)
@@ -741,5 +752,5 @@ func decodeBatch(batch []jetstream.Msg) ([]log.Entry, []uint64, uint64, uint64, 
 			return nil, nil, 0, 0, err
 		}
 	}
-	return out, corrupt, clocks[len(clocks)-1], pending[len(pending)-1], nil
+	return out, corrupt, clocks[len(clocks)-1], pending, nil
 }

@@ -47,8 +47,8 @@ import (
 
 // Projector is a long-running consumer of the log that the server runs:
 // a projections runtime. Run returns when ctx is done, after storing its
-// position; Position is the clock of the last entry it applied, for the
-// projection lag metric.
+// position; Position is the clock of the position it last stored or read
+// (projections.Runtime.Position), for the projection lag metric.
 type Projector interface {
 	Name() string
 	Run(ctx context.Context) error
