@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,7 +86,7 @@ func TestWalkKeepsValuesWrittenMidWalk(t *testing.T) {
 	ctx := ctxT(t)
 	// Once the walk holds its first page (the newest values), the oldest
 	// threads change.
-	got, err := walkModel(ctx, rd, ModelThreads, 0, time.Time{}, decodeOfKind("k", func() {
+	got, total, err := walkModel(ctx, rd, ModelThreads, 0, time.Time{}, decodeOfKind("k", func() {
 		var ws []Write
 		for i := range moved {
 			ws = append(ws, threadWrite(i, uint64(n+1+i), "k"))
@@ -97,8 +98,8 @@ func TestWalkKeepsValuesWrittenMidWalk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != n {
-		t.Fatalf("walk found %d threads, want %d", len(got), n)
+	if len(got) != n || total != n {
+		t.Fatalf("walk found %d threads and counted %d, want %d", len(got), total, n)
 	}
 	for _, th := range got {
 		var i int
@@ -122,7 +123,7 @@ func TestWalkPagesOnWhenWritesUndoItsStop(t *testing.T) {
 	ctx := ctxT(t)
 	// The five newest threads, which the walk selects first, become of
 	// another kind.
-	got, err := walkModel(ctx, rd, ModelThreads, 5, time.Time{}, decodeOfKind("k", func() {
+	got, _, err := walkModel(ctx, rd, ModelThreads, 5, time.Time{}, decodeOfKind("k", func() {
 		var ws []Write
 		for i := n - 5; i < n; i++ {
 			ws = append(ws, threadWrite(i, uint64(n+1+i), "other"))
@@ -147,13 +148,16 @@ func TestThreadsListsEveryThreadUnderWrites(t *testing.T) {
 	rd, st := threadStore(t, n)
 	ctx, cancel := context.WithTimeout(ctxT(t), 30*time.Second)
 	// The projector rewrites the oldest threads ten times over, 100 at a
-	// time.
+	// time, and on until a listing has run while it wrote: a listing that
+	// saw no write would prove nothing.
+	var stored atomic.Int64     // writes stored
+	var overlapped atomic.Int64 // listings during which a write was stored whole
 	done := make(chan struct{})
 	var writeErr error
 	go func() {
 		defer close(done)
 		clock := uint64(n)
-		for range 10 {
+		for round := 0; round < 10 || overlapped.Load() == 0; round++ {
 			for lo := 0; lo < rewritten; lo += 100 {
 				var ws []Write
 				for i := lo; i < lo+100; i++ {
@@ -163,11 +167,13 @@ func TestThreadsListsEveryThreadUnderWrites(t *testing.T) {
 				if writeErr = overwrite(ctx, st, ws); writeErr != nil {
 					return
 				}
+				stored.Add(1)
 			}
 		}
 	}()
 	defer func() { cancel(); <-done }()
 	for listings := 1; ; listings++ {
+		before := stored.Load()
 		ts, err := rd.Threads(ctx, ThreadFilter{})
 		if err != nil {
 			t.Fatal(err)
@@ -175,12 +181,20 @@ func TestThreadsListsEveryThreadUnderWrites(t *testing.T) {
 		if len(ts) != n {
 			t.Fatalf("listing %d holds %d threads, want %d", listings, len(ts), n)
 		}
+		// Two more writes stored: the second began after the listing did
+		// (once the first was stored) and ended before it returned.
+		if stored.Load() >= before+2 {
+			overlapped.Add(1)
+		}
 		select {
 		case <-done:
 			if writeErr != nil {
 				t.Fatal(writeErr)
 			}
-			t.Logf("%d listings", listings)
+			if overlapped.Load() == 0 {
+				t.Fatalf("none of %d listings ran while threads were written", listings)
+			}
+			t.Logf("%d listings, %d while threads were written", listings, overlapped.Load())
 			return
 		default:
 		}

@@ -62,6 +62,17 @@ func start(t testing.TB, cfg Config, tweaks ...func(*Server)) *Server {
 // not nil); it returns the status code.
 func call(t testing.TB, method, u, body string, out any) int {
 	t.Helper()
+	code, _ := callWith(t, http.DefaultClient, method, u, body, out)
+	return code
+}
+
+// noRedirect is a client that answers with a redirect rather than follow
+// it.
+var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// callWith is call through c, and returns the answer's header too.
+func callWith(t testing.TB, c *http.Client, method, u, body string, out any) (int, http.Header) {
+	t.Helper()
 	req, err := http.NewRequest(method, u, strings.NewReader(body))
 	if err != nil {
 		t.Fatalf("request: %v", err)
@@ -69,7 +80,7 @@ func call(t testing.TB, method, u, body string, out any) int {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, u, err)
 	}
@@ -83,7 +94,7 @@ func call(t testing.TB, method, u, body string, out any) int {
 			t.Fatalf("%s %s: decode %q: %v", method, u, data, err)
 		}
 	}
-	return resp.StatusCode
+	return resp.StatusCode, resp.Header
 }
 
 func base(s *Server) string { return "http://" + s.HTTPAddr() }
@@ -255,6 +266,10 @@ func TestAPI(t *testing.T) {
 	})
 }
 
+// TestRefused checks the error answers of requests refused before the
+// log: each is JSON, as docs/http-api.yaml says every error answer is,
+// even those of the router itself (no route, wrong method, a path it
+// would redirect), with Allow on a 405 and on no other.
 func TestRefused(t *testing.T) {
 	s := start(t, Config{MaxBody: 64 << 10})
 	b := base(s)
@@ -297,13 +312,26 @@ func TestRefused(t *testing.T) {
 		{"empty thread", "GET", "/v1/threads//records", "", 404, "", ""},
 		{"wrong method", "DELETE", "/v1/records", "", 405, "", ""},
 		{"get on emit", "GET", "/v1/records", "", 405, "", ""},
+		{"delete on records", "DELETE", "/v1/threads/t/records", "", 405, "", ""},
+	}
+	// The Allow header of the 405 answers, by test name.
+	allow := map[string]string{
+		"wrong method":      "POST",
+		"get on emit":       "POST",
+		"delete on records": "GET, HEAD",
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var e apiError
-			var out any = &e
-			if got, want := call(t, tt.method, b+tt.path, tt.body, out), tt.code; got != want {
+			code, h := callWith(t, noRedirect, tt.method, b+tt.path, tt.body, &e)
+			if got, want := code, tt.code; got != want {
 				t.Fatalf("code=%d, want %d (%+v)", got, want, e)
+			}
+			if got, want := h.Get("Content-Type"), "application/json"; got != want {
+				t.Fatalf("Content-Type=%q, want %q", got, want)
+			}
+			if got, want := h.Get("Allow"), allow[tt.name]; got != want {
+				t.Fatalf("Allow=%q, want %q", got, want)
 			}
 			if got, want := e.Field, tt.field; got != want {
 				t.Fatalf("field=%q, want %q (%+v)", got, want, e)
@@ -311,7 +339,7 @@ func TestRefused(t *testing.T) {
 			if tt.rule != "" && e.Rule != tt.rule {
 				t.Fatalf("rule=%q, want %q", e.Rule, tt.rule)
 			}
-			if out != nil && (e.Error == "" || (tt.field != "" && e.Rule == "")) {
+			if e.Error == "" || (tt.field != "" && e.Rule == "") {
 				t.Fatalf("error answer %+v lacks error or rule", e)
 			}
 		})
