@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/sdk"
 )
 
@@ -68,12 +69,18 @@ func TestHarnessTiny(t *testing.T) {
 func TestStreamConfig(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := sdk.Open(ctx, sdk.WithDir(t.TempDir()), sdk.WithActor(actor))
+	dir := t.TempDir()
+	c, err := sdk.Open(ctx, sdk.WithDir(dir), sdk.WithActor(actor))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	s, err := c.Log().JetStream().Stream(ctx, c.Log().StreamName())
+	conn, err := natsio.Dial(ctx, natsio.Options{Dir: dir, Name: "bench-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	s, err := conn.JS.Stream(ctx, c.StreamName())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/spl-dev/spl/internal/natsio"
 	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 )
@@ -44,9 +45,9 @@ func streamConfig() jetstream.StreamConfig {
 // in process.
 func (p *jsPeer) start(ctx context.Context, loc string, noSync bool) (*jsStore, error) {
 	// The very server spl's embedded log runs, on the same options.
-	opts := splog.EmbeddedServerOptions(p.dir(loc), !noSync)
+	opts := natsio.EmbeddedServerOptions(p.dir(loc), !noSync)
 	opts.ServerName = "bench-jetstream"
-	srv, err := splog.StartServer(opts)
+	srv, err := natsio.StartServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream server: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/spl-dev/spl/internal/natsio"
 	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/projections"
 	"github.com/spl-dev/spl/records"
@@ -46,7 +47,7 @@ func (p *splPeer) Open(ctx context.Context, loc string) (Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &splStore{c: c}, nil
+	return &splStore{c: c, dir: p.dir(loc)}, nil
 }
 
 // Fill implements Peer: EmitAsync of every record in plan order, then one
@@ -70,7 +71,7 @@ func (p *splPeer) Fill(ctx context.Context, loc string, plan *Plan) error {
 	}
 	// Bring the thread index up to the end of the log, as a running
 	// projector would have kept it.
-	rt, err := projections.New(ctx, c.Log(), projections.Index(), projections.Options{})
+	rt, err := c.NewProjector(ctx, projections.Index(), projections.Options{})
 	if err == nil {
 		err = rt.CatchUp(ctx, math.MaxUint64)
 	}
@@ -92,7 +93,7 @@ func (p *splPeer) ColdOpen(ctx context.Context, loc, probe string) (Store, time.
 	if err != nil {
 		return nil, 0, err
 	}
-	st := &splStore{c: c}
+	st := &splStore{c: c, dir: p.dir(loc)}
 	if _, err := st.Latest(ctx, probe); err != nil {
 		st.Close()
 		return nil, 0, fmt.Errorf("first read: %w", err)
@@ -112,9 +113,10 @@ func (p *splPeer) Remove(_ context.Context, loc string) error { return os.Remove
 // splStore is an open spl client, with the thread index projection's
 // runtime and reader made on first use.
 type splStore struct {
-	c  *sdk.Client
-	rt *projections.Runtime
-	rd *projections.Reader
+	c   *sdk.Client
+	dir string // the data directory
+	rt  *projections.Runtime
+	rd  *projections.Reader
 }
 
 var (
@@ -172,7 +174,7 @@ func (s *splStore) Last(ctx context.Context, thread string, n int) (int, error) 
 // of its KV bucket's newest values).
 func (s *splStore) Recent(ctx context.Context, n int) ([]string, error) {
 	if s.rd == nil {
-		s.rd = projections.NewReader(s.c.Log())
+		s.rd = s.c.IndexReader()
 	}
 	ts, err := s.rd.Threads(ctx, projections.ThreadFilter{Limit: n})
 	if err != nil {
@@ -189,7 +191,7 @@ func (s *splStore) Recent(ctx context.Context, n int) ([]string, error) {
 // read models emptied, the whole log applied again and stored).
 func (s *splStore) Scan(ctx context.Context) (int, error) {
 	if s.rt == nil {
-		rt, err := projections.New(ctx, s.c.Log(), projections.Index(), projections.Options{})
+		rt, err := s.c.NewProjector(ctx, projections.Index(), projections.Options{})
 		if err != nil {
 			return 0, fmt.Errorf("thread index: %w", err)
 		}
@@ -204,9 +206,15 @@ func (s *splStore) Scan(ctx context.Context) (int, error) {
 // consumer, decoded and verified (envelope, body digest, id, subject), with
 // no fold and nothing stored: the ceiling of a rebuild.
 func (s *splStore) VerifiedScan(ctx context.Context) (int, error) {
-	l := s.c.Log()
+	// A connection of its own, joined to the client's embedded server:
+	// the raw consumer is the harness's, not the client's.
+	conn, err := natsio.Dial(ctx, natsio.Options{Dir: s.dir, Name: "bench-scan"})
+	if err != nil {
+		return 0, fmt.Errorf("scan: %w", err)
+	}
+	defer conn.Close()
 	var bad error
-	n, err := scanStream(ctx, l.JetStream(), l.StreamName(), func(subject string, seq uint64, hdr nats.Header, data []byte) {
+	n, err := scanStream(ctx, conn.JS, s.c.StreamName(), func(subject string, seq uint64, hdr nats.Header, data []byte) {
 		if _, err := splog.DecodeMessage(subject, seq, hdr, data); err != nil && bad == nil {
 			bad = err
 		}

@@ -73,7 +73,7 @@ func TestServeClusterFailover(t *testing.T) {
 	defer halt()
 	waitFor(t, 15*time.Second, "appends before the kill", func() bool { return total() >= 40 })
 
-	js := as[0].l.JetStream()
+	js := as[0].conn.JS
 	info := streamInfo(t, js)
 	if got, want := info.Config.Replicas, 3; got != want {
 		t.Fatalf("stream replicas=%d, want %d", got, want)

@@ -75,7 +75,8 @@ func TestServeKill9(t *testing.T) {
 	}
 	halt()
 
-	l := newAppender(t, natsURL(port), "kill9-check", 1).l
+	checker := newAppender(t, natsURL(port), "kill9-check", 1)
+	l := checker.l
 	for _, a := range as {
 		a.check(t, l)
 	}
@@ -95,7 +96,7 @@ func TestServeKill9(t *testing.T) {
 	// across the kills, with nothing corrupt.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r, err := projections.New(ctx, l, projections.Index(), projections.Options{})
+	r, err := projections.New(ctx, checker.conn, l, projections.Index(), projections.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestServeKill9(t *testing.T) {
 	if st.Corrupt != 0 || st.Holder == "" {
 		t.Fatalf("projection status after the kills: %+v", st)
 	}
-	threads, err := projections.NewReader(l).Threads(ctx, projections.ThreadFilter{})
+	threads, err := projections.NewReader(checker.conn, l).Threads(ctx, projections.ThreadFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 )
@@ -170,6 +171,7 @@ func (n *node) stop(timeout time.Duration) {
 // and remembers every acknowledged id.
 type appender struct {
 	thread   string
+	conn     *natsio.Conn // for what the tests inspect behind the log
 	l        *log.Log
 	mu       sync.Mutex
 	acked    map[records.ID]int // id → sequence number n
@@ -198,12 +200,20 @@ func newAppender(t *testing.T, url, thread string, replicas int) *appender {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	l, err := log.Open(ctx, log.Options{URL: url, Replicas: replicas, Timeout: 2 * time.Second, Name: thread})
+	conn, err := natsio.Dial(ctx, natsio.Options{URL: url, Timeout: 2 * time.Second, Name: thread})
 	if err != nil {
+		t.Fatalf("dial %s: %v", url, err)
+	}
+	l, err := log.On(ctx, conn, log.Options{Replicas: replicas, Timeout: 2 * time.Second})
+	if err != nil {
+		conn.Close()
 		t.Fatalf("open %s: %v", url, err)
 	}
-	t.Cleanup(func() { l.Close() })
-	return &appender{thread: thread, l: l, acked: make(map[records.ID]int)}
+	t.Cleanup(func() {
+		l.Close()
+		conn.Close()
+	})
+	return &appender{thread: thread, conn: conn, l: l, acked: make(map[records.ID]int)}
 }
 
 // run appends until stop is closed or max records are acknowledged.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/records"
 )
 
@@ -108,7 +109,7 @@ func TestTailDistrustsBackHeader(t *testing.T) {
 		back = append(back, "="+strconv.FormatUint(others[i].Clock, 10))
 	}
 	msg.Header.Set(HeaderBack, fmt.Sprint(back[0], " ", back[1], " ", back[2], " ", back[3]))
-	if _, err := l.JetStream().PublishMsg(ctx, msg); err != nil {
+	if _, err := l.c.JS.PublishMsg(ctx, msg); err != nil {
 		t.Fatal(err)
 	}
 	head, err := l.get(ctx, getRequest{LastFor: ThreadSubject("th_mine")})
@@ -170,8 +171,8 @@ func TestRepliesOverflowAndAbandon(t *testing.T) {
 	es := appendN(t, l, "th_r", 20, func(j int) map[string]any { return map[string]any{"j": j} })
 	batch := []byte(`{"seq":1,"next_by_subj":"` + ThreadSubject("th_r") + `","batch":20}`)
 
-	a := l.Replies(1)
-	if err := l.Conn().PublishRequest(l.api, a.Reply(0), batch); err != nil {
+	a := l.c.Replies(1)
+	if err := l.c.NC.PublishRequest(natsio.DirectAPI(l.opts.Stream), a.Reply(0), batch); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 21 {
@@ -185,18 +186,18 @@ func TestRepliesOverflowAndAbandon(t *testing.T) {
 			}
 			break
 		}
-		m, err := parseStored(msg)
-		if err != nil || m.clock != es[i].Clock {
-			t.Fatalf("answer %d: clock %d, %v; want %d", i, m.clock, err, es[i].Clock)
+		m, err := natsio.ParseMessage(msg)
+		if err != nil || m.Seq != es[i].Clock {
+			t.Fatalf("answer %d: clock %d, %v; want %d", i, m.Seq, err, es[i].Clock)
 		}
 	}
 	a.Done()
 
-	abandoned := l.Replies(1)
-	if err := l.Conn().PublishRequest(l.api, abandoned.Reply(0), batch); err != nil {
+	abandoned := l.c.Replies(1)
+	if err := l.c.NC.PublishRequest(natsio.DirectAPI(l.opts.Stream), abandoned.Reply(0), batch); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Conn().Flush(); err != nil {
+	if err := l.c.NC.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond) // the answers pile up behind the full channel

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"sync"
+	"strings"
 	"testing"
 )
 
@@ -20,7 +20,7 @@ func TestOpenReplacesIncompleteToken(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			path := filepath.Join(dir, tokenFile)
+			path := filepath.Join(dir, "token")
 			if err := os.WriteFile(path, content, 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -31,7 +31,7 @@ func TestOpenReplacesIncompleteToken(t *testing.T) {
 				t.Fatalf("Append: %v", err)
 			}
 			tok, err := os.ReadFile(path)
-			if err != nil || !wholeToken(tok) {
+			if err != nil || len(tok) < 32 || bytes.ContainsFunc(tok, func(r rune) bool { return !strings.ContainsRune("0123456789abcdef", r) }) {
 				t.Fatalf("token file = %q, %v; want a whole token", tok, err)
 			}
 			// A second process of the directory reads the same token and
@@ -39,49 +39,6 @@ func TestOpenReplacesIncompleteToken(t *testing.T) {
 			other := openTest(t, dir)
 			if got, err := other.At(ctx, e.Clock); err != nil || got.ID != e.ID {
 				t.Fatalf("joined log: At(%d) = %v, %v", e.Clock, got.ID, err)
-			}
-		})
-	}
-}
-
-// Processes that race to create the token, or to replace an incomplete
-// one, all end with the token the file holds.
-func TestLoadTokenRace(t *testing.T) {
-	for name, content := range map[string][]byte{"missing": nil, "empty": {}} {
-		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), tokenFile)
-			if content != nil {
-				if err := os.WriteFile(path, content, 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			const racers = 8
-			toks := make([]string, racers)
-			errs := make([]error, racers)
-			var wg sync.WaitGroup
-			for i := range racers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					toks[i], errs[i] = loadToken(path)
-				}()
-			}
-			wg.Wait()
-			file, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range racers {
-				if errs[i] != nil {
-					t.Fatalf("racer %d: %v", i, errs[i])
-				}
-				if !bytes.Equal([]byte(toks[i]), file) || !wholeToken(file) {
-					t.Fatalf("racer %d got token %q, the file holds %q", i, toks[i], file)
-				}
-			}
-			names, err := filepath.Glob(filepath.Join(filepath.Dir(path), "*"))
-			if err != nil || len(names) != 1 {
-				t.Fatalf("directory holds %v, want the token file only", names)
 			}
 		})
 	}

@@ -195,7 +195,7 @@ func (l *Log) finishErasures(ctx context.Context) error {
 			return fmt.Errorf("read erasure watermark: %w", err)
 		}
 	}
-	stream, err := l.js.Stream(ctx, l.opts.Stream)
+	stream, err := l.c.JS.Stream(ctx, l.opts.Stream)
 	if err != nil {
 		return fmt.Errorf("stream: %w", err)
 	}
@@ -227,7 +227,7 @@ func (l *Log) finishErasures(ctx context.Context) error {
 		// watermark says they are done (the embedded log's server does not
 		// fsync by itself).
 		if l.blocks != nil {
-			if err := l.blocks.syncAll(); err != nil {
+			if err := l.blocks.SyncAll(); err != nil {
 				return err
 			}
 		}
@@ -279,12 +279,12 @@ func (l *Log) meta(ctx context.Context, create bool) (jetstream.KeyValue, error)
 	if l.metaKV != nil {
 		return l.metaKV, nil
 	}
-	kv, err := l.js.KeyValue(ctx, metaBucket)
+	kv, err := l.c.JS.KeyValue(ctx, metaBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) && !create {
 		return nil, nil
 	}
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = l.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		kv, err = l.c.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket:      metaBucket,
 			Description: "spl: state of the log itself",
 			History:     1,

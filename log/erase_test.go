@@ -171,7 +171,7 @@ func TestErasureOfErasure(t *testing.T) {
 		t.Fatalf("Append of an erasure of an erasure: err=%v, want a field error on body.targets[0]", err)
 	}
 	old := rec.WithPrev(first.ID)
-	if _, err := l.JetStream().PublishMsg(ctx, recordMsg(t, old)); err != nil {
+	if _, err := l.c.JS.PublishMsg(ctx, recordMsg(t, old)); err != nil {
 		t.Fatal(err)
 	}
 	l.Close()

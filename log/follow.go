@@ -35,7 +35,7 @@ func (l *Log) Follow(ctx context.Context, thread string, from uint64) iter.Seq2[
 		if from > 0 {
 			cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
 		}
-		cons, err := l.js.OrderedConsumer(ctx, l.opts.Stream, cfg)
+		cons, err := l.c.JS.OrderedConsumer(ctx, l.opts.Stream, cfg)
 		if err != nil {
 			if ctx.Err() == nil {
 				yield(Entry{}, fmt.Errorf("follow %q: %w", thread, err))

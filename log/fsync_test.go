@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/spl-dev/spl/internal/natsio"
 )
 
 // Group commit the embedded way: two processes' writers (the second joins
@@ -145,9 +147,7 @@ func TestBlockSyncerFollowsRollover(t *testing.T) {
 				t.Fatalf("append: %v", err)
 			}
 		}
-		l.blocks.mu.Lock()
-		hi := l.blocks.hi
-		l.blocks.mu.Unlock()
+		hi := l.blocks.Known()
 		if want := blocks(); hi != want {
 			t.Fatalf("after a group: syncer at block %d, the stream writes block %d", hi, want)
 		}
@@ -159,12 +159,12 @@ func TestBlockSyncerFollowsRollover(t *testing.T) {
 func TestBlockSyncerRefusesUnknownLayout(t *testing.T) {
 	dir := t.TempDir()
 	openTest(t, dir)
-	s := newBlockSyncer(dir, "NO_SUCH_STREAM")
-	err := s.check()
+	s := natsio.NewBlockSyncer(dir, "NO_SUCH_STREAM")
+	err := s.Check()
 	if err == nil || !strings.Contains(err.Error(), "NO_SUCH_STREAM") {
 		t.Fatalf("check of a missing stream store: %v, want an error naming it", err)
 	}
-	if err := newBlockSyncer(dir, DefaultStream).check(); err != nil {
+	if err := natsio.NewBlockSyncer(dir, DefaultStream).Check(); err != nil {
 		t.Fatalf("check of the log's store: %v", err)
 	}
 }

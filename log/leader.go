@@ -35,7 +35,7 @@ type leaderResponse struct {
 // getLeader does one message get answered by the stream leader.
 func (l *Log) getLeader(ctx context.Context, req getRequest) (stored, error) {
 	body, _ := json.Marshal(req)
-	msg, err := l.requestAgain(ctx, "$JS.API.STREAM.MSG.GET."+l.opts.Stream, body)
+	msg, err := l.c.Request(ctx, "$JS.API.STREAM.MSG.GET."+l.opts.Stream, body, l.closedForReads)
 	if err != nil {
 		return stored{}, fmt.Errorf("message get: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/records"
 )
 
@@ -115,22 +116,13 @@ func (o *Options) withDefaults() error {
 // gathers them into group commits.
 type Log struct {
 	opts    Options
-	nc      *nats.Conn
-	js      jetstream.JetStream
-	emb     *embedded
-	api     string   // direct get subject prefix of the stream
-	multi   *replies // answers to pipelined and batched gets
+	c       *natsio.Conn
+	ownConn bool                // Close closes c: Open dialled it
+	blocks  *natsio.BlockSyncer // the embedded log's fsync, done by the writer; nil with URL or NoSync
 	w       *writer
-	blocks  *blockSyncer  // the embedded log's fsync, done by the writer; nil with URL or NoSync
 	closed  chan struct{} // Close began: no more appends
 	drained chan struct{} // the writer has drained its queue: no more reads
 	once    sync.Once
-
-	// lost is cancelled when the connection drops; a request in flight
-	// then can no longer be answered. It is replaced by a fresh one.
-	lostMu   sync.Mutex
-	lost     context.Context
-	loseConn context.CancelFunc
 
 	metaMu sync.Mutex
 	metaKV jetstream.KeyValue // the meta bucket, once bound
@@ -148,48 +140,48 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 	if err := opts.withDefaults(); err != nil {
 		return nil, err
 	}
-	l := &Log{opts: opts, closed: make(chan struct{}), drained: make(chan struct{})}
-	l.lost, l.loseConn = context.WithCancel(context.Background())
-	var err error
-	if opts.URL != "" {
-		l.nc, err = nats.Connect(opts.URL, append([]nats.Option{nats.Name(opts.Name), nats.MaxReconnects(-1)}, opts.NATSOptions...)...)
-		if err != nil {
-			return nil, fmt.Errorf("spl/log: connect %s: %w", opts.URL, err)
-		}
-	} else {
-		l.emb, err = newEmbedded(opts.Dir, opts.Linger)
-		if err != nil {
-			return nil, fmt.Errorf("spl/log: %w", err)
-		}
-		l.nc, err = l.emb.connect(ctx, opts.Name)
-		if err != nil {
-			l.emb.close()
-			return nil, fmt.Errorf("spl/log: %w", err)
-		}
-	}
-	l.watchConn()
-	l.js, err = jetstream.New(l.nc)
-	if err == nil {
-		err = l.provision(ctx)
-	}
+	c, err := natsio.Dial(ctx, natsio.Options{
+		Dir: opts.Dir, URL: opts.URL, NATSOptions: opts.NATSOptions,
+		Linger: opts.Linger, Timeout: opts.Timeout, Name: opts.Name,
+	})
 	if err != nil {
-		l.shutdown()
-		return nil, err
-	}
-	l.api = "$JS.API.DIRECT.GET." + opts.Stream
-	if l.multi, err = newReplies(l.nc); err != nil {
-		l.shutdown()
 		return nil, fmt.Errorf("spl/log: %w", err)
 	}
-	if l.emb != nil && !opts.NoSync {
-		l.blocks = newBlockSyncer(opts.Dir, opts.Stream)
-		if err := l.blocks.check(); err != nil {
-			l.shutdown()
+	l, err := open(ctx, c, opts)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	l.ownConn = true
+	return l, nil
+}
+
+// On opens the log on a connection the caller dialled and keeps: Close
+// leaves it open. The module's own layers (the sdk, spl serve) use it to
+// share one connection between the log and the read models; programs use
+// Open. opts.Dir, URL, NATSOptions, Linger and Name are the connection's
+// and are ignored here.
+func On(ctx context.Context, c *natsio.Conn, opts Options) (*Log, error) {
+	opts.URL = "nats://dialled" // the connection is there: no data directory to find
+	if err := opts.withDefaults(); err != nil {
+		return nil, err
+	}
+	return open(ctx, c, opts)
+}
+
+func open(ctx context.Context, c *natsio.Conn, opts Options) (*Log, error) {
+	l := &Log{opts: opts, c: c, closed: make(chan struct{}), drained: make(chan struct{})}
+	if err := l.provision(ctx); err != nil {
+		return nil, err
+	}
+	if c.Embedded() && !opts.NoSync {
+		l.blocks = natsio.NewBlockSyncer(c.Dir(), opts.Stream)
+		if err := l.blocks.Check(); err != nil {
 			return nil, fmt.Errorf("spl/log: %w", err)
 		}
 	}
+	var err error
 	if l.w, err = newWriter(l); err != nil {
-		l.shutdown()
 		return nil, fmt.Errorf("spl/log: %w", err)
 	}
 	// Finish erasures a crashed process left half done.
@@ -235,10 +227,10 @@ func (l *Log) provision(ctx context.Context) error {
 	want := StreamConfig(l.opts.Stream, l.opts.Replicas)
 	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
 	defer cancel()
-	s, err := l.js.Stream(ctx, want.Name)
+	s, err := l.c.JS.Stream(ctx, want.Name)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		if _, err := l.js.CreateStream(ctx, want); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		if _, err := l.c.JS.CreateStream(ctx, want); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			return fmt.Errorf("spl/log: create stream %s: %w", want.Name, err)
 		}
 		return nil
@@ -256,61 +248,23 @@ func (l *Log) provision(ctx context.Context) error {
 	have.DenyDelete, have.DenyPurge = false, false
 	have.Subjects = want.Subjects
 	have.MaxMsgSize = max(have.MaxMsgSize, want.MaxMsgSize)
-	if _, err := l.js.UpdateStream(ctx, have); err != nil {
+	if _, err := l.c.JS.UpdateStream(ctx, have); err != nil {
 		return fmt.Errorf("spl/log: update stream %s: %w", want.Name, err)
 	}
 	return nil
 }
 
-// watchConn chains a disconnect handler onto the connection's own, so that
-// requests in flight learn at once that their answer is lost.
-func (l *Log) watchConn() {
-	prev := l.nc.Opts.DisconnectedErrCB
-	l.nc.SetDisconnectErrHandler(func(nc *nats.Conn, err error) {
-		l.lostMu.Lock()
-		l.loseConn()
-		l.lost, l.loseConn = context.WithCancel(context.Background())
-		l.lostMu.Unlock()
-		if prev != nil {
-			prev(nc, err)
-		}
-	})
-}
-
-// connLost returns a channel closed when the connection next drops.
-func (l *Log) connLost() <-chan struct{} {
-	l.lostMu.Lock()
-	defer l.lostMu.Unlock()
-	return l.lost.Done()
-}
-
 // untilLost returns a context that ends after timeout, or when the
-// connection drops, whichever comes first. It costs no goroutine: it is on
-// the path of every read and append.
+// connection drops, whichever comes first.
 func (l *Log) untilLost(parent context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(parent, timeout)
-	l.lostMu.Lock()
-	lost := l.lost
-	l.lostMu.Unlock()
-	stop := context.AfterFunc(lost, cancel)
-	return ctx, func() {
-		stop()
-		cancel()
-	}
+	return l.c.UntilLost(parent, timeout)
 }
-
-// Conn is the log's NATS connection, for code at the edge (projections,
-// servers) that needs JetStream beyond the log.
-func (l *Log) Conn() *nats.Conn { return l.nc }
-
-// JetStream is the log's JetStream handle.
-func (l *Log) JetStream() jetstream.JetStream { return l.js }
 
 // Embedded reports whether the log runs on the embedded server (started
 // by this process or joined). There the log's writer fsyncs the log's
 // blocks itself, and the server fsyncs no other stream: a write to one is
 // durable only once the page cache is written back.
-func (l *Log) Embedded() bool { return l.emb != nil }
+func (l *Log) Embedded() bool { return l.c.Embedded() }
 
 // StreamName is the name of the log's stream.
 func (l *Log) StreamName() string { return l.opts.Stream }
@@ -326,24 +280,13 @@ func (l *Log) Close() error {
 		}
 		close(l.drained)
 		if l.blocks != nil {
-			l.blocks.close()
+			l.blocks.Close()
 		}
-		l.shutdown()
+		if l.ownConn {
+			l.c.Close()
+		}
 	})
 	return nil
-}
-
-func (l *Log) shutdown() {
-	if l.nc != nil {
-		_ = l.nc.Drain()
-		for l.nc.IsDraining() {
-			time.Sleep(5 * time.Millisecond)
-		}
-		l.nc.Close()
-	}
-	if l.emb != nil {
-		l.emb.close()
-	}
 }
 
 // readsClosed reports whether reads are over: Close has begun and the

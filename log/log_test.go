@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/records"
 )
 
@@ -202,7 +203,7 @@ func TestResolveInDoubt(t *testing.T) {
 	rec := newRec(t, "th_doubt", "agent.step", map[string]any{"n": 1})
 	sealed := rec.WithPrev(base.ID)
 	msg := recordMsg(t, sealed)
-	if _, err := l.JetStream().PublishMsg(ctx, msg); err != nil {
+	if _, err := l.c.JS.PublishMsg(ctx, msg); err != nil {
 		t.Fatal(err)
 	}
 	l.w.mu.Lock()
@@ -336,7 +337,7 @@ func TestCorruptionDetected(t *testing.T) {
 	msg := nats.NewMsg(RecordSubject("th_c", "agent.step"))
 	msg.Data = data
 	msg.Header.Set(HeaderID, good.ID.String())
-	if _, err := l.JetStream().PublishMsg(ctx, msg); err != nil {
+	if _, err := l.c.JS.PublishMsg(ctx, msg); err != nil {
 		t.Fatal(err)
 	}
 	var corrupt int
@@ -382,7 +383,7 @@ func TestProvision(t *testing.T) {
 	dir := t.TempDir()
 	l := openTest(t, dir)
 	ctx := ctxT(t)
-	s, err := l.JetStream().Stream(ctx, l.StreamName())
+	s, err := l.c.JS.Stream(ctx, l.StreamName())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +395,7 @@ func TestProvision(t *testing.T) {
 	created := s.CachedInfo().Created
 	l.Close()
 	l2 := openTest(t, dir)
-	s2, err := l2.JetStream().Stream(ctx, l2.StreamName())
+	s2, err := l2.c.JS.Stream(ctx, l2.StreamName())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,19 +416,19 @@ func TestProvisionShrinksDuplicateWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := l.JetStream().Stream(ctx, l.StreamName())
+	s, err := l.c.JS.Stream(ctx, l.StreamName())
 	if err != nil {
 		t.Fatal(err)
 	}
 	old := s.CachedInfo().Config
 	old.Duplicates = 2 * time.Minute
-	if _, err := l.JetStream().UpdateStream(ctx, old); err != nil {
+	if _, err := l.c.JS.UpdateStream(ctx, old); err != nil {
 		t.Fatal(err)
 	}
 	l.Close()
 
 	l2 := openTest(t, dir)
-	s2, err := l2.JetStream().Stream(ctx, l2.StreamName())
+	s2, err := l2.c.JS.Stream(ctx, l2.StreamName())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,20 +447,19 @@ func TestJoinedProcessTakesOver(t *testing.T) {
 	dir := t.TempDir()
 	owner := openTest(t, dir)
 	joined := openTest(t, dir)
-	if joined.emb.server() != nil {
+	if joined.c.Serving() {
 		t.Fatalf("second Log on a directory started its own server")
 	}
 	if _, err := joined.Append(ctxT(t), newRec(t, "th_to", "agent.step", map[string]any{"n": 1})); err != nil {
 		t.Fatal(err)
 	}
-	owner.opts.Linger = 10 * time.Millisecond
-	owner.emb.linger = 10 * time.Millisecond
+	owner.c.SetLinger(10 * time.Millisecond)
 	owner.Close()
 	e, err := joined.Append(ctxT(t), newRec(t, "th_to", "agent.step", map[string]any{"n": 2}))
 	if err != nil {
 		t.Fatalf("append after the owner left: %v", err)
 	}
-	if joined.emb.server() == nil {
+	if !joined.c.Serving() {
 		t.Fatalf("joined process did not take the server over")
 	}
 	if got := len(chain(t, joined, "th_to")); got != 2 || e.Clock != 2 {
@@ -477,7 +477,7 @@ func TestGarbageDoesNotBlockThread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.JetStream().Publish(ctx, RecordSubject("th_g", "agent.step"), []byte("not a record")); err != nil {
+	if _, err := l.c.JS.Publish(ctx, RecordSubject("th_g", "agent.step"), []byte("not a record")); err != nil {
 		t.Fatal(err)
 	}
 	l.w.heads = map[string]head{} // as a fresh process would
@@ -545,11 +545,11 @@ func TestPublishBatch(t *testing.T) {
 		}
 		return ms
 	}
-	first, err := PublishBatch(ctx, l.Conn(), msgs(""))
+	first, err := natsio.PublishBatch(ctx, l.c.NC, msgs(""))
 	if err != nil || first != 1 {
 		t.Fatalf("PublishBatch=%d, %v; want 1", first, err)
 	}
-	if _, err := PublishBatch(ctx, l.Conn(), msgs("7")); !errors.Is(err, ErrExpectation) {
+	if _, err := natsio.PublishBatch(ctx, l.c.NC, msgs("7")); !errors.Is(err, ErrExpectation) {
 		t.Fatalf("batch with a failed expectation: err=%v, want ErrExpectation", err)
 	}
 	if last, err := l.LastClock(ctx); err != nil || last != 3 {

@@ -2,7 +2,6 @@ package log
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/records"
 )
 
@@ -57,13 +57,8 @@ type Entry struct {
 	Record *records.Record
 }
 
-// getRequest is the JSON body of a direct get ($JS.API.DIRECT.GET.<stream>).
-type getRequest struct {
-	Seq     uint64 `json:"seq,omitempty"`
-	LastFor string `json:"last_by_subj,omitempty"`
-	NextFor string `json:"next_by_subj,omitempty"`
-	Batch   int    `json:"batch,omitempty"`
-}
+// getRequest is the JSON body of a direct get.
+type getRequest = natsio.GetRequest
 
 // stored is a raw message from a direct get.
 type stored struct {
@@ -107,68 +102,40 @@ func DecodeMessage(subject string, clock uint64, hdr nats.Header, data []byte) (
 	return stored{subject: subject, clock: clock, hdr: hdr, data: data}.decode()
 }
 
-func parseStored(msg *nats.Msg) (stored, error) {
-	if st := msg.Header.Get("Status"); st != "" {
-		if st == "404" {
-			return stored{}, ErrNotFound
-		}
-		return stored{}, fmt.Errorf("direct get: status %s %s", st, msg.Header.Get("Description"))
+// storedOf is a direct get's message as the log reads it.
+func storedOf(m natsio.Message) stored {
+	return stored{subject: m.Subject, clock: m.Seq, hdr: m.Header, data: m.Data}
+}
+
+// fromGet maps a direct get's outcome to the log's: no message is
+// ErrNotFound.
+func fromGet(m natsio.Message, err error) (stored, error) {
+	if errors.Is(err, natsio.ErrNoMessage) {
+		return stored{}, ErrNotFound
 	}
-	seq, err := strconv.ParseUint(msg.Header.Get("Nats-Sequence"), 10, 64)
 	if err != nil {
-		return stored{}, fmt.Errorf("direct get: bad Nats-Sequence %q", msg.Header.Get("Nats-Sequence"))
+		return stored{}, err
 	}
-	return stored{subject: msg.Header.Get("Nats-Subject"), clock: seq, hdr: msg.Header, data: msg.Data}, nil
+	return storedOf(m), nil
+}
+
+// closedForReads is the check a direct get makes before each try.
+func (l *Log) closedForReads() error {
+	if l.readsClosed() {
+		return ErrClosed
+	}
+	return nil
 }
 
 // get does a single direct get.
 func (l *Log) get(ctx context.Context, req getRequest) (stored, error) {
-	body, _ := json.Marshal(req)
-	return l.request(ctx, l.api, body)
+	return fromGet(l.c.Get(ctx, l.opts.Stream, req, l.closedForReads))
 }
 
 // getLast fetches the last message of a literal subject through the
 // subject-in-API form, which needs no JSON.
 func (l *Log) getLast(ctx context.Context, subject string) (stored, error) {
-	return l.request(ctx, l.api+"."+subject, nil)
-}
-
-// request sends one direct get.
-func (l *Log) request(ctx context.Context, subject string, body []byte) (stored, error) {
-	msg, err := l.requestAgain(ctx, subject, body)
-	if err != nil {
-		return stored{}, fmt.Errorf("direct get: %w", err)
-	}
-	return parseStored(msg)
-}
-
-// requestAgain sends a request that is safe to repeat (a read): one whose
-// connection dropped before the answer came is sent again, a few times,
-// while ctx allows.
-func (l *Log) requestAgain(ctx context.Context, subject string, body []byte) (*nats.Msg, error) {
-	var err error
-	for range 3 {
-		if l.readsClosed() {
-			return nil, ErrClosed
-		}
-		var msg *nats.Msg
-		dropped := l.connLost()
-		rctx, cancel := l.untilLost(ctx, l.opts.Timeout)
-		msg, err = l.nc.RequestWithContext(rctx, subject, body)
-		cancel()
-		if err == nil {
-			return msg, nil
-		}
-		select {
-		case <-dropped:
-			if ctx.Err() == nil {
-				continue
-			}
-		default:
-		}
-		break
-	}
-	return nil, err
+	return fromGet(l.c.Last(ctx, l.opts.Stream, subject, l.closedForReads))
 }
 
 // scan calls fn for each message matching filter from clock from on, in
@@ -212,39 +179,13 @@ func (l *Log) scan(ctx context.Context, filter string, from, upTo uint64, page i
 // The timeout (Options.Timeout, when ctx has no deadline) bounds the wait
 // for this one answer only: getBatch calls no code of its caller.
 func (l *Log) getBatch(ctx context.Context, req getRequest, ms []stored) (_ []stored, more bool, err error) {
-	a := l.multi.open(req.Batch + 2)
-	defer a.Done()
-	body, _ := json.Marshal(req)
-	if err := l.nc.PublishRequest(l.api, a.Reply(0), body); err != nil {
-		return ms, false, fmt.Errorf("direct get: %w", err)
-	}
-	ctx, cancel := l.withTimeout(ctx)
+	ctx, cancel := l.c.WithTimeout(ctx)
 	defer cancel()
-	for {
-		msg, _, err := a.Next(ctx)
-		if err != nil {
-			return ms, false, fmt.Errorf("direct get: %w", err)
-		}
-		switch msg.Header.Get("Status") {
-		case "404":
-			return ms, false, nil
-		case "204": // end of batch
-			pending, _ := strconv.ParseUint(msg.Header.Get("Nats-Num-Pending"), 10, 64)
-			return ms, pending > 0, nil
-		}
-		m, err := parseStored(msg)
-		if err != nil {
-			return ms, false, err
-		}
-		ms = append(ms, m)
+	got, pending, err := l.c.Batch(ctx, l.opts.Stream, req, nil)
+	for _, m := range got {
+		ms = append(ms, storedOf(m))
 	}
-}
-
-func (l *Log) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, l.opts.Timeout)
+	return ms, pending > 0, err
 }
 
 // ReadOption narrows a read.
@@ -500,39 +441,9 @@ func (l *Log) walkBack(ctx context.Context, last stored, n int, start uint64) ([
 // and its index in clocks, in the order the answers come. It fails when
 // a clock holds no message or an answer does not come in time.
 func (l *Log) getEach(ctx context.Context, clocks []uint64, fn func(int, stored)) error {
-	a := l.multi.open(len(clocks))
-	defer a.Done()
-	body := make([]byte, 0, 32)
-	for i, c := range clocks {
-		body = strconv.AppendUint(append(body[:0], `{"seq":`...), c, 10)
-		body = append(body, '}')
-		if err := l.nc.PublishRequest(l.api, a.Reply(i), body); err != nil {
-			return fmt.Errorf("direct get: %w", err)
-		}
-	}
 	ctx, cancel := l.untilLost(ctx, l.opts.Timeout)
 	defer cancel()
-	seen := make([]bool, len(clocks))
-	for left := len(clocks); left > 0; {
-		msg, i, err := a.Next(ctx)
-		if err != nil {
-			return fmt.Errorf("direct get: %w", err)
-		}
-		if i >= len(clocks) || seen[i] {
-			continue
-		}
-		m, err := parseStored(msg)
-		if err != nil {
-			return fmt.Errorf("direct get of clock %d: %w", clocks[i], err)
-		}
-		if m.clock != clocks[i] {
-			return fmt.Errorf("direct get of clock %d: answered with clock %d", clocks[i], m.clock)
-		}
-		seen[i] = true
-		left--
-		fn(i, m)
-	}
-	return nil
+	return l.c.Each(ctx, l.opts.Stream, clocks, func(i int, m natsio.Message) { fn(i, storedOf(m)) })
 }
 
 func decodeAll(ms []stored) ([]Entry, error) {
@@ -623,7 +534,7 @@ func (l *Log) ThreadClock(ctx context.Context, thread string) (uint64, error) {
 
 // LastClock is the clock of the newest record in the log (0 when empty).
 func (l *Log) LastClock(ctx context.Context) (uint64, error) {
-	s, err := l.js.Stream(ctx, l.opts.Stream)
+	s, err := l.c.JS.Stream(ctx, l.opts.Stream)
 	if err != nil {
 		return 0, fmt.Errorf("stream info: %w", err)
 	}

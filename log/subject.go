@@ -58,6 +58,14 @@ func ThreadSubject(thread string) string {
 	return SubjectPrefix + "." + ThreadToken(thread) + ".>"
 }
 
+// subjectToken returns the thread token of a record subject,
+// spl.rec.<token>.<kind…>.
+func subjectToken(subject string) string {
+	rest := strings.TrimPrefix(subject, SubjectPrefix+".")
+	tok, _, _ := strings.Cut(rest, ".")
+	return tok
+}
+
 // subjectKind returns the kind of a record subject: its tokens after the
 // thread token, joined by dots ("" for a subject that is no record
 // subject). A thread token holds no dot, so a dotted kind that merely ends

@@ -123,7 +123,7 @@ func (l *Log) verify(ctx context.Context, filter string, progress func(uint64), 
 			}
 			next = m.clock + 1
 		}
-		tok := threadTokenOf(m.subject)
+		tok := subjectToken(m.subject)
 		st := chains[tok]
 		if st == nil {
 			st = &chainState{}
@@ -194,13 +194,6 @@ func bridges(set *erasedSet, prev, last records.ID) bool {
 		}
 	}
 	return false
-}
-
-// threadTokenOf returns the thread token of a record subject.
-func threadTokenOf(subject string) string {
-	rest := strings.TrimPrefix(subject, SubjectPrefix+".")
-	tok, _, _ := strings.Cut(rest, ".")
-	return tok
 }
 
 func corruptReason(err error) string {

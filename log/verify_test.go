@@ -42,7 +42,7 @@ func TestVerifyFindsDamage(t *testing.T) {
 	l := openTest(t, "")
 	ctx := ctxT(t)
 	es := appendN(t, l, "th_d", 5, func(i int) map[string]any { return map[string]any{"text": "original"} })
-	stream, err := l.JetStream().Stream(ctx, l.StreamName())
+	stream, err := l.c.JS.Stream(ctx, l.StreamName())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestVerifyFindsDamage(t *testing.T) {
 	msg := nats.NewMsg(RecordSubject("th_d", "agent.step"))
 	msg.Data = data
 	msg.Header.Set(HeaderID, es[3].ID.String())
-	ack, err := l.JetStream().PublishMsg(ctx, msg)
+	ack, err := l.c.JS.PublishMsg(ctx, msg)
 	if err != nil {
 		t.Fatal(err)
 	}

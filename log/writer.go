@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/records"
 )
 
@@ -40,7 +41,7 @@ type writer struct {
 	quit  chan struct{}
 	wg    sync.WaitGroup
 	heads map[string]head // by thread
-	acks  *replies        // answers to pipelined publishes, when the writer fsyncs itself
+	acks  *natsio.Replies // answers to pipelined publishes, when the writer fsyncs itself
 
 	mu         sync.Mutex
 	landed     map[[32]byte]landedRec // recent appends by body digest, for retries
@@ -59,11 +60,11 @@ func newWriter(l *Log) (*writer, error) {
 		doubts: make(map[[32]byte]doubt),
 	}
 	if l.blocks != nil {
-		a, err := newOwnReplies(l.nc, l.opts.MaxBatch)
+		own, err := l.c.OwnReplies(l.opts.MaxBatch)
 		if err != nil {
 			return nil, err
 		}
-		w.acks = a
+		w.acks = own
 	}
 	w.wg.Add(1)
 	go w.run()
@@ -79,7 +80,7 @@ func (w *writer) stop() {
 	w.gate.Unlock()
 	w.wg.Wait()
 	if w.acks != nil {
-		_ = w.acks.sub.Unsubscribe()
+		w.acks.Close()
 	}
 }
 
@@ -302,7 +303,7 @@ func (w *writer) fsync() error {
 	if w.l.blocks == nil {
 		return nil
 	}
-	return w.l.blocks.sync()
+	return w.l.blocks.Sync()
 }
 
 // landEach sends batch the embedded way: a record alone of its thread in
@@ -347,7 +348,7 @@ func (w *writer) landEach(batch []*Pending, attempt int) {
 	for i, p := range singles {
 		msgs[i] = w.message(p)
 	}
-	r := w.l.publishEach(w.acks, msgs)
+	r := natsio.SendEach(w.l.c.NC, w.acks.Open(len(msgs)), msgs)
 	var (
 		first uint64
 		cerr  error
@@ -355,11 +356,11 @@ func (w *writer) landEach(batch []*Pending, attempt int) {
 	if len(chained) > 0 {
 		first, cerr = w.send(chained)
 	}
-	res := r.wait(sctx)
+	res := r.Wait(sctx)
 
 	units := make([]unit, 0, len(singles)+1)
 	for i := range singles {
-		units = append(units, unit{singles[i : i+1 : i+1], res[i].seq, res[i].err})
+		units = append(units, unit{singles[i : i+1 : i+1], res[i].Seq, res[i].Err})
 	}
 	if len(chained) > 0 {
 		units = append(units, unit{chained, first, cerr})

@@ -166,7 +166,7 @@ func TestCancelledCallerLeavesGroup(t *testing.T) {
 			t.Fatal(err)
 		}
 		behind := newRec(t, "th_group", "agent.step", map[string]any{"n": 1}).WithPrev(base.ID)
-		if _, err := l.JetStream().PublishMsg(ctx, recordMsg(t, behind)); err != nil {
+		if _, err := l.c.JS.PublishMsg(ctx, recordMsg(t, behind)); err != nil {
 			t.Fatal(err)
 		}
 
@@ -464,12 +464,12 @@ func TestMovedSaysWhere(t *testing.T) {
 // leader, from now on: each is a message get by last subject.
 func headReads(t *testing.T, l *Log, thread string) func() int {
 	t.Helper()
-	sub, err := l.Conn().SubscribeSync("$JS.API.STREAM.MSG.GET." + l.opts.Stream)
+	sub, err := l.c.NC.SubscribeSync("$JS.API.STREAM.MSG.GET." + l.opts.Stream)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sub.Unsubscribe() })
-	if err := l.Conn().Flush(); err != nil {
+	if err := l.c.NC.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	n := 0
@@ -477,7 +477,7 @@ func headReads(t *testing.T, l *Log, thread string) func() int {
 		t.Helper()
 		// The requests went out before this flush; their copies are
 		// queued for sub by the time it returns.
-		if err := l.Conn().Flush(); err != nil {
+		if err := l.c.NC.Flush(); err != nil {
 			t.Fatal(err)
 		}
 		for {

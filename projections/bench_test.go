@@ -169,7 +169,7 @@ func BenchmarkThreads(b *testing.B) {
 			ws = ws[:0]
 		}
 	}
-	rd := NewReader(l)
+	rd := NewReader(connOf(l), l)
 	for _, tc := range []struct {
 		name string
 		f    ThreadFilter

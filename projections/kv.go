@@ -12,10 +12,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/log"
 )
 
-// Headers the store sets on its writes; log.PublishBatch adds the atomic
+// Headers the store sets on its writes; natsio.PublishBatch adds the atomic
 // batch ones.
 const (
 	hdrExpectSubj  = "Nats-Expected-Last-Subject-Sequence"
@@ -221,14 +222,14 @@ func (s *kvStore) publish(ctx context.Context, ws []Write, idx []int, revs []uin
 	for j, i := range idx {
 		msgs[j] = s.message(ws[i])
 	}
-	if s.d.log.Embedded() {
-		seqs, errs := s.d.log.PublishEach(ctx, msgs)
+	if s.d.c.Embedded() {
+		seqs, errs := s.d.c.PublishEach(ctx, msgs)
 		var conflict, other error
 		for j, i := range idx {
 			switch err := errs[j]; {
 			case err == nil:
 				revs[i] = seqs[j]
-			case errors.Is(err, log.ErrExpectation):
+			case errors.Is(err, natsio.ErrExpectation):
 				conflict = cmp.Or(conflict, err)
 			default:
 				other = cmp.Or(other, err)
@@ -239,8 +240,8 @@ func (s *kvStore) publish(ctx context.Context, ws []Write, idx []int, revs []uin
 		}
 		return other
 	}
-	first, err := log.PublishBatch(ctx, s.nc, msgs)
-	if errors.Is(err, log.ErrExpectation) {
+	first, err := natsio.PublishBatch(ctx, s.nc, msgs)
+	if errors.Is(err, natsio.ErrExpectation) {
 		return fmt.Errorf("%w: %v", ErrConflict, err)
 	}
 	if err != nil {

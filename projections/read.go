@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 )
@@ -23,9 +24,10 @@ type Reader struct {
 	d   direct
 }
 
-// NewReader returns a Reader of the Index models of l.
-func NewReader(l *log.Log) *Reader {
-	return &Reader{log: l, d: direct{log: l, timeout: 10 * time.Second}}
+// NewReader returns a Reader of the Index models of l, on l's connection
+// c.
+func NewReader(c *natsio.Conn, l *log.Log) *Reader {
+	return &Reader{log: l, d: direct{c: c, timeout: 10 * time.Second}}
 }
 
 func (rd *Reader) stream(model string) string { return kvStreamName(rd.log.StreamName(), model) }
@@ -36,7 +38,7 @@ func (rd *Reader) stream(model string) string { return kvStreamName(rd.log.Strea
 // thread leaves a delete marker, which counts too. ThreadsAndCount lists
 // threads and counts them in one look at that state.
 func (rd *Reader) ThreadCount(ctx context.Context) (uint64, error) {
-	s, err := rd.log.JetStream().Stream(ctx, rd.stream(ModelThreads))
+	s, err := rd.d.c.JS.Stream(ctx, rd.stream(ModelThreads))
 	if err != nil {
 		return 0, fmt.Errorf("thread count: %w", err)
 	}
@@ -265,7 +267,7 @@ const maxForwardReads = 64
 // one stored last.
 func walkModel[T any](ctx context.Context, rd *Reader, model string, want int, since time.Time, decode func([]byte) (T, uint64, uint64, error)) ([]T, uint64, error) {
 	stream := rd.stream(model)
-	st, err := rd.log.JetStream().Stream(ctx, stream)
+	st, err := rd.d.c.JS.Stream(ctx, stream)
 	if err != nil {
 		return nil, 0, fmt.Errorf("bucket %s: %w", BucketName(rd.log.StreamName(), model), err)
 	}

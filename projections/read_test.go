@@ -46,7 +46,7 @@ func TestThreadsNewestActivityFirst(t *testing.T) {
 	if err := r.CatchUp(ctxT(t), 13); err != nil {
 		t.Fatal(err)
 	}
-	rd := NewReader(l)
+	rd := NewReader(connOf(l), l)
 	for _, tc := range []struct {
 		f    ThreadFilter
 		want []string
@@ -100,7 +100,7 @@ func TestCheckpointsNewestFirstPaged(t *testing.T) {
 	if err := r.CatchUp(ctxT(t), 100); err != nil {
 		t.Fatal(err)
 	}
-	rd := NewReader(l)
+	rd := NewReader(connOf(l), l)
 	summaries := func(f CheckpointFilter) []string {
 		t.Helper()
 		cs, err := rd.Checkpoints(ctxT(t), f)
@@ -147,7 +147,7 @@ func TestCheckpointsNewestFirstPaged(t *testing.T) {
 func TestThreadsStopsEarly(t *testing.T) {
 	l := openLog(t, "")
 	r := newRuntime(t, l, Options{})
-	st := &kvStore{js: l.JetStream(), nc: l.Conn(), d: r.d, stream: l.StreamName(), replicas: 1}
+	st := &kvStore{js: connOf(l).JS, nc: connOf(l).NC, d: r.d, stream: l.StreamName(), replicas: 1}
 	var ws []Write
 	for i := range 3000 {
 		th := &Thread{Thread: fmt.Sprintf("th_%05d", i), Records: 1, First: uint64(i + 1), Last: uint64(i + 1), LastTS: int64(i), AsOf: uint64(i + 1),
@@ -160,7 +160,7 @@ func TestThreadsStopsEarly(t *testing.T) {
 	ctx, cancel := context.WithTimeout(ctxT(t), 10*time.Second)
 	defer cancel()
 	visited := 0
-	if _, _, err := walkModel(ctx, NewReader(l), ModelThreads, 5, time.Time{}, func(b []byte) (struct{}, uint64, uint64, error) {
+	if _, _, err := walkModel(ctx, NewReader(connOf(l), l), ModelThreads, 5, time.Time{}, func(b []byte) (struct{}, uint64, uint64, error) {
 		visited++
 		var th Thread
 		if err := json.Unmarshal(b, &th); err != nil {
@@ -194,7 +194,7 @@ func TestKVCommitExpectsRevisions(t *testing.T) {
 		t.Fatal("test log is not embedded")
 	}
 	r := newRuntime(t, l, Options{})
-	st := &kvStore{js: l.JetStream(), nc: l.Conn(), d: r.d, stream: l.StreamName(), replicas: 1}
+	st := &kvStore{js: connOf(l).JS, nc: connOf(l).NC, d: r.d, stream: l.StreamName(), replicas: 1}
 	ctx := ctxT(t)
 	key := func(i int) Key { return Key{ModelThreads, fmt.Sprintf("k%d", i)} }
 	var ws []Write
@@ -245,7 +245,7 @@ func TestKVCommitExpectsRevisions(t *testing.T) {
 func TestEnsureShrinksBucketDuplicateWindow(t *testing.T) {
 	l := openLog(t, "")
 	r := newRuntime(t, l, Options{})
-	st := &kvStore{js: l.JetStream(), nc: l.Conn(), d: r.d, stream: l.StreamName(), replicas: 1}
+	st := &kvStore{js: connOf(l).JS, nc: connOf(l).NC, d: r.d, stream: l.StreamName(), replicas: 1}
 	ctx := ctxT(t)
 	key := Key{ModelThreads, "k"}
 	revs, err := st.Commit(ctx, []Write{{Key: key, Data: []byte(`{"v":1}`)}})
@@ -253,18 +253,18 @@ func TestEnsureShrinksBucketDuplicateWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := st.kvStream(ModelThreads)
-	s, err := l.JetStream().Stream(ctx, name)
+	s, err := connOf(l).JS.Stream(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	old := s.CachedInfo().Config
 	old.Duplicates = 2 * time.Minute
-	if _, err := l.JetStream().UpdateStream(ctx, old); err != nil {
+	if _, err := connOf(l).JS.UpdateStream(ctx, old); err != nil {
 		t.Fatal(err)
 	}
 
 	newRuntime(t, l, Options{})
-	s, err = l.JetStream().Stream(ctx, name)
+	s, err = connOf(l).JS.Stream(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
+	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 )
@@ -106,6 +107,7 @@ type position struct {
 // applies, the others stand by.
 type Runtime struct {
 	log   *log.Log
+	conn  *natsio.Conn // l's connection: the buckets, the consumer
 	fold  Fold
 	opts  Options
 	store *kvStore
@@ -130,14 +132,16 @@ type Runtime struct {
 var errCrash = errors.New("simulated crash after storing the models")
 
 // New returns a runtime for fold on l, creating its buckets when missing.
-func New(ctx context.Context, l *log.Log, fold Fold, opts Options) (*Runtime, error) {
+// c is the connection l is open on: the read models live in KV buckets
+// beside the log's stream, on the same server.
+func New(ctx context.Context, c *natsio.Conn, l *log.Log, fold Fold, opts Options) (*Runtime, error) {
 	if err := opts.withDefaults(); err != nil {
 		return nil, err
 	}
-	d := direct{log: l, timeout: opts.Timeout}
+	d := direct{c: c, timeout: opts.Timeout}
 	r := &Runtime{
-		log: l, fold: fold, opts: opts, d: d,
-		store:   &kvStore{js: l.JetStream(), nc: l.Conn(), d: d, stream: l.StreamName(), replicas: opts.Replicas},
+		log: l, conn: c, fold: fold, opts: opts, d: d,
+		store:   &kvStore{js: c.JS, nc: c.NC, d: d, stream: l.StreamName(), replicas: opts.Replicas},
 		hist:    &logHistory{d: d, stream: l.StreamName()},
 		maxHeld: defaultMaxHeld,
 		maxHold: defaultMaxHold,
@@ -150,9 +154,9 @@ func New(ctx context.Context, l *log.Log, fold Fold, opts Options) (*Runtime, er
 		}
 	}
 	name := BucketName(l.StreamName(), MetaModel)
-	meta, err := l.JetStream().KeyValue(ctx, name)
+	meta, err := c.JS.KeyValue(ctx, name)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		meta, err = l.JetStream().CreateKeyValue(ctx, jetstream.KeyValueConfig{
+		meta, err = c.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket:      name,
 			Description: "spl projections: positions and leases",
 			History:     1,
@@ -160,7 +164,7 @@ func New(ctx context.Context, l *log.Log, fold Fold, opts Options) (*Runtime, er
 			Replicas:    opts.Replicas,
 		})
 		if errors.Is(err, jetstream.ErrBucketExists) {
-			meta, err = l.JetStream().KeyValue(ctx, name)
+			meta, err = c.JS.KeyValue(ctx, name)
 		}
 	}
 	if err != nil {
@@ -272,7 +276,7 @@ func (r *Runtime) Run(ctx context.Context) error {
 // written, and the function that stops it.
 func (r *Runtime) notify(key string) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
-	sub, err := r.log.Conn().Subscribe("$KV."+BucketName(r.log.StreamName(), MetaModel)+"."+key, func(*nats.Msg) {
+	sub, err := r.conn.NC.Subscribe("$KV."+BucketName(r.log.StreamName(), MetaModel)+"."+key, func(*nats.Msg) {
 		select {
 		case ch <- struct{}{}:
 		default:
@@ -487,7 +491,7 @@ func (r *Runtime) follow(ctx context.Context, ls *lease, done func(position) boo
 	}
 	fctx, fcancel := context.WithCancel(ctx)
 	defer fcancel()
-	cons, err := r.log.JetStream().OrderedConsumer(fctx, r.log.StreamName(), jetstream.OrderedConsumerConfig{
+	cons, err := r.conn.JS.OrderedConsumer(fctx, r.log.StreamName(), jetstream.OrderedConsumerConfig{
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:   pos.Clock + 1,
 	})

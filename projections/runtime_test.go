@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 )
@@ -25,12 +26,30 @@ func openLog(t testing.TB, dir string) *log.Log {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	l, err := log.Open(ctx, log.Options{Dir: dir, Linger: time.Second})
+	c, err := natsio.Dial(ctx, natsio.Options{Dir: dir, Linger: time.Second, Timeout: 10 * time.Second})
 	if err != nil {
-		t.Fatalf("log.Open: %v", err)
+		t.Fatalf("dial: %v", err)
 	}
-	t.Cleanup(func() { l.Close() })
+	l, err := log.On(ctx, c, log.Options{})
+	if err != nil {
+		c.Close()
+		t.Fatalf("log.On: %v", err)
+	}
+	conns.Store(l, c)
+	t.Cleanup(func() {
+		l.Close()
+		c.Close()
+	})
 	return l
+}
+
+// conns holds the connection each test log is open on.
+var conns sync.Map // *log.Log → *natsio.Conn
+
+// connOf returns the connection openLog opened l on.
+func connOf(l *log.Log) *natsio.Conn {
+	c, _ := conns.Load(l)
+	return c.(*natsio.Conn)
 }
 
 func ctxT(t testing.TB) context.Context {
@@ -47,7 +66,7 @@ func newRuntime(t testing.TB, l *log.Log, opts Options) *Runtime {
 	if opts.Logf == nil {
 		opts.Logf = t.Logf
 	}
-	r, err := New(ctxT(t), l, Index(), opts)
+	r, err := New(ctxT(t), connOf(l), l, Index(), opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -299,10 +318,10 @@ func TestCorruptMessageSkippedAndCounted(t *testing.T) {
 	l := openLog(t, "")
 	a := &appender{t: t, l: l}
 	a.add("th_a", "agent.step", nil)
-	if err := l.Conn().Publish("spl.rec.x.y", []byte("not a record")); err != nil {
+	if err := connOf(l).NC.Publish("spl.rec.x.y", []byte("not a record")); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Conn().Flush(); err != nil {
+	if err := connOf(l).NC.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	// The garbage lands before the next append, which waits for its ack.
@@ -328,14 +347,14 @@ func TestCorruptMessageSkippedAndCounted(t *testing.T) {
 	if got, want := st.Clock, uint64(3); got != want {
 		t.Fatalf("clock=%d, want %d", got, want)
 	}
-	th, err := NewReader(l).Thread(ctxT(t), "th_a")
+	th, err := NewReader(connOf(l), l).Thread(ctxT(t), "th_a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := th.Records, uint64(2); got != want {
 		t.Fatalf("records=%d, want %d", got, want)
 	}
-	if _, err := NewReader(l).Thread(ctxT(t), "x"); !errors.Is(err, log.ErrNotFound) {
+	if _, err := NewReader(connOf(l), l).Thread(ctxT(t), "x"); !errors.Is(err, log.ErrNotFound) {
 		t.Fatalf("thread x: err=%v, want ErrNotFound", err)
 	}
 }
@@ -396,7 +415,7 @@ func TestStandbyTakesOver(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	th, err := NewReader(l).Thread(ctxT(t), "th_a")
+	th, err := NewReader(connOf(l), l).Thread(ctxT(t), "th_a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,7 +517,7 @@ func TestWaitPassesDeletedTail(t *testing.T) {
 	// The last message of the log goes (as erased records do): a wait
 	// for its clock must still end.
 	e := a.add("th_b", "agent.step", nil)
-	st, err := l.JetStream().Stream(ctxT(t), l.StreamName())
+	st, err := connOf(l).JS.Stream(ctxT(t), l.StreamName())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -691,7 +710,7 @@ func TestRebuildResumes(t *testing.T) {
 // kvWrites returns how many writes the bucket of model has taken.
 func kvWrites(t *testing.T, r *Runtime, model string) uint64 {
 	t.Helper()
-	s, err := r.log.JetStream().Stream(ctxT(t), r.store.kvStream(model))
+	s, err := r.conn.JS.Stream(ctxT(t), r.store.kvStream(model))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func threadStore(t testing.TB, n int) (*Reader, *kvStore) {
 	t.Helper()
 	l := openLog(t, "")
 	r := newRuntime(t, l, Options{})
-	st := &kvStore{js: l.JetStream(), nc: l.Conn(), d: r.d, stream: l.StreamName(), replicas: 1}
+	st := &kvStore{js: connOf(l).JS, nc: connOf(l).NC, d: r.d, stream: l.StreamName(), replicas: 1}
 	var ws []Write
 	for i := range n {
 		ws = append(ws, threadWrite(i, uint64(i+1), "k"))
@@ -39,7 +39,7 @@ func threadStore(t testing.TB, n int) (*Reader, *kvStore) {
 	if _, err := st.Commit(ctxT(t), ws); err != nil {
 		t.Fatal(err)
 	}
-	return NewReader(l), st
+	return NewReader(connOf(l), l), st
 }
 
 // overwrite stores ws over the values their keys hold, as a projector
@@ -206,7 +206,7 @@ func TestThreadsListsEveryThreadUnderWrites(t *testing.T) {
 func TestListingsRejectNegativePaging(t *testing.T) {
 	l := openLog(t, "")
 	newRuntime(t, l, Options{})
-	rd := NewReader(l)
+	rd := NewReader(connOf(l), l)
 	for _, tc := range []struct {
 		name  string
 		field string

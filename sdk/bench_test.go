@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/spl-dev/spl/internal/natsio"
 	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
@@ -51,7 +52,7 @@ func checkpointEvent(i, threads int) sdk.Event {
 // before its ack), and the same stream.
 func rawJetStream(b *testing.B) jetstream.JetStream {
 	b.Helper()
-	srv, err := splog.StartServer(splog.EmbeddedServerOptions(b.TempDir(), true))
+	srv, err := natsio.StartServer(natsio.EmbeddedServerOptions(b.TempDir(), true))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -203,7 +204,7 @@ func BenchmarkLatestCheckpoint(b *testing.B) {
 		})
 	})
 	b.Run("jetstream/"+name, func(b *testing.B) {
-		s, err := c.Log().JetStream().Stream(ctx, c.Log().StreamName())
+		s, err := sdk.JetStreamOf(c).Stream(ctx, c.StreamName())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -12,14 +12,15 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"os"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/spl-dev/spl/internal/natsio"
 	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 )
@@ -47,6 +48,9 @@ type config struct {
 	actor        string
 	queueSize    int
 	closeTimeout time.Duration
+	timeout      time.Duration
+	name         string
+	observe      func(splog.BatchStats)
 	natsOpts     []nats.Option
 }
 
@@ -69,6 +73,20 @@ func WithQueueSize(n int) Option { return func(c *config) { c.queueSize = n } }
 // WithCloseTimeout bounds how long Close waits for queued records to land.
 // The default is 10 seconds.
 func WithCloseTimeout(d time.Duration) Option { return func(c *config) { c.closeTimeout = d } }
+
+// WithTimeout bounds one request to the server (an append's answer, a
+// read). The default is 10 seconds.
+func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
+
+// WithName names the client's NATS connection, as the server's monitoring
+// shows it. The default is "spl".
+func WithName(name string) Option { return func(c *config) { c.name = name } }
+
+// WithBatchObserver calls fn after every group commit the client's writer
+// sends (for metrics); fn must return quickly.
+func WithBatchObserver(fn func(splog.BatchStats)) Option {
+	return func(c *config) { c.observe = fn }
+}
 
 // WithNATSOptions passes options to nats.Connect when the client connects
 // to a server (credentials, token, nkey, TLS).
@@ -110,8 +128,9 @@ type SavedCheckpoint struct {
 
 // Client is a handle on an spl log. It is safe for concurrent use.
 type Client struct {
-	log *splog.Log
-	cfg config
+	conn *natsio.Conn // shared by the log and the read models
+	log  *splog.Log
+	cfg  config
 
 	// Write-behind state of EmitAsync.
 	life     context.Context // bounds queued appends; cancelled by Close
@@ -126,6 +145,7 @@ type Client struct {
 	queued   uint64 // records handed to the queue
 	finished uint64 // records the reaper saw finish
 	failed   []error
+	retain   map[string]string // threads whose queued checkpoints landed since the last Flush → actor
 	closed   bool
 
 	policies policyCache // retention policies the save path last read
@@ -136,7 +156,7 @@ type Client struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{actor: os.Getenv("SPL_ACTOR"), queueSize: 8192, closeTimeout: 10 * time.Second}
+	c := config{actor: os.Getenv("SPL_ACTOR"), queueSize: 8192, closeTimeout: 10 * time.Second, timeout: 10 * time.Second, name: "spl"}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -153,9 +173,17 @@ func newConfig(opts []Option) config {
 func Open(ctx context.Context, opts ...Option) (*Client, error) {
 	cfg := newConfig(opts)
 	if url := os.Getenv("SPL_SERVER"); url != "" && cfg.dir == "" {
-		return open(ctx, cfg, splog.Options{URL: url, NATSOptions: cfg.natsOpts, Replicas: cfg.replicas})
+		return open(ctx, cfg, natsio.Options{URL: url, NATSOptions: cfg.natsOpts})
 	}
-	return open(ctx, cfg, splog.Options{Dir: cfg.dir, Replicas: cfg.replicas})
+	dir := cfg.dir
+	if dir == "" {
+		d, err := splog.DefaultDir()
+		if err != nil {
+			return nil, err
+		}
+		dir = d
+	}
+	return open(ctx, cfg, natsio.Options{Dir: dir})
 }
 
 // Connect connects to the spl log on the NATS server at url (several
@@ -163,15 +191,26 @@ func Open(ctx context.Context, opts ...Option) (*Client, error) {
 // as nats.go options through WithNATSOptions.
 func Connect(ctx context.Context, url string, opts ...Option) (*Client, error) {
 	cfg := newConfig(opts)
-	return open(ctx, cfg, splog.Options{URL: url, NATSOptions: cfg.natsOpts, Replicas: cfg.replicas})
+	return open(ctx, cfg, natsio.Options{URL: url, NATSOptions: cfg.natsOpts})
 }
 
-func open(ctx context.Context, cfg config, lo splog.Options) (*Client, error) {
-	l, err := splog.Open(ctx, lo)
+// linger is how long the client's Close keeps the embedded server up for
+// the processes that joined it (log.Options.Linger's default).
+const linger = 5 * time.Second
+
+func open(ctx context.Context, cfg config, co natsio.Options) (*Client, error) {
+	co.Name, co.Linger, co.Timeout = cfg.name, linger, cfg.timeout
+	conn, err := natsio.Dial(ctx, co)
 	if err != nil {
+		return nil, fmt.Errorf("spl/log: %w", err)
+	}
+	l, err := splog.On(ctx, conn, splog.Options{Replicas: cfg.replicas, Timeout: cfg.timeout, Observe: cfg.observe})
+	if err != nil {
+		conn.Close()
 		return nil, err
 	}
 	c := &Client{
+		conn:    conn,
 		log:     l,
 		cfg:     cfg,
 		slots:   make(chan struct{}, cfg.queueSize),
@@ -185,10 +224,6 @@ func open(ctx context.Context, cfg config, lo splog.Options) (*Client, error) {
 	go c.reap()
 	return c, nil
 }
-
-// Log is the client's underlying log, for callers that need reads the
-// client does not wrap.
-func (c *Client) Log() *splog.Log { return c.log }
 
 // record builds the record of ev, applying the client's defaults.
 func (c *Client) record(ev Event) (*records.Record, error) {
@@ -206,17 +241,36 @@ func (c *Client) record(ev Event) (*records.Record, error) {
 
 func receipt(e splog.Entry) Receipt { return Receipt{ID: e.ID, Clock: e.Clock} }
 
-// Emit appends one record and returns once it is durable.
+// Emit appends one record and returns once it is durable, then applies
+// the rules that follow an append (Append).
 func (c *Client) Emit(ctx context.Context, ev Event) (Receipt, error) {
 	rec, err := c.record(ev)
 	if err != nil {
 		return Receipt{}, err
 	}
+	r, err := c.Append(ctx, rec)
+	return Receipt{ID: r.ID, Clock: r.Clock}, err
+}
+
+// Append appends a record built by the caller (records.New) and returns
+// it as stored (chained to its thread: prev set) once it is durable. It is the one write path of every face (Emit,
+// SaveCheckpoint, the CLI, spl serve's HTTP API), so the rules that
+// follow an append hold whichever face wrote it: a session checkpoint
+// enforces its thread's retention policy (see SetRetention). When the
+// record is stored but retention fails, Append returns the receipt and a
+// *RetentionError; the next checkpoint or ApplyRetention tries again.
+func (c *Client) Append(ctx context.Context, rec *records.Record) (Record, error) {
 	e, err := c.log.Append(ctx, rec)
 	if err != nil {
-		return Receipt{}, err
+		return Record{}, err
 	}
-	return receipt(e), nil
+	r := Record{ID: e.ID, Clock: e.Clock, Record: e.Record}
+	if h := rec.Header; h.Kind == records.KindCheckpoint {
+		if _, err := c.enforceRetention(ctx, h.Thread, h.Actor, r.Clock); err != nil {
+			return r, &RetentionError{Thread: h.Thread, Err: err}
+		}
+	}
+	return r, nil
 }
 
 // Pending is an EmitAsync record on its way to the log.
@@ -273,6 +327,9 @@ func (c *Client) EmitAsync(ctx context.Context, ev Event) (*Pending, error) {
 		<-c.slots
 		return nil, err
 	}
+	if rec.Header.Kind == records.KindCheckpoint {
+		s.checkpoint = &rec.Header
+	}
 	c.mu.Lock()
 	c.queued++
 	c.queue <- s // never blocks: the queue has a slot per token
@@ -283,8 +340,9 @@ func (c *Client) EmitAsync(ctx context.Context, ev Event) (*Pending, error) {
 
 // submitted is a record handed to the log, as the reaper sees it.
 type submitted struct {
-	p       *splog.Pending
-	release context.CancelFunc // frees the append's context once it is done; may be nil
+	p          *splog.Pending
+	checkpoint *records.Header    // a checkpoint's header, for retention once it landed
+	release    context.CancelFunc // frees the append's context once it is done; may be nil
 }
 
 // submit hands rec to the log, waiting while the log's queue is full until
@@ -331,15 +389,6 @@ func (c *Client) submit(ctx context.Context, rec *records.Record) (submitted, er
 	return submitted{p: p}, err
 }
 
-// stream is the log's stream, for the reads the log does not wrap; on a
-// closed client, ErrClosed.
-func (c *Client) stream(ctx context.Context) (jetstream.Stream, error) {
-	if c.isClosing() {
-		return nil, ErrClosed
-	}
-	return c.log.JetStream().Stream(ctx, c.log.StreamName())
-}
-
 func (c *Client) isClosing() bool {
 	select {
 	case <-c.closing:
@@ -364,6 +413,13 @@ func (c *Client) reap() {
 		c.finished++
 		if err != nil {
 			c.failed = append(c.failed, err)
+		} else if s.checkpoint != nil {
+			// Retention of a queued checkpoint is for Flush to apply:
+			// the reaper does no I/O.
+			if c.retain == nil {
+				c.retain = make(map[string]string)
+			}
+			c.retain[s.checkpoint.Thread] = s.checkpoint.Actor
 		}
 		c.cond.Broadcast()
 		c.mu.Unlock()
@@ -373,18 +429,29 @@ func (c *Client) reap() {
 // Flush waits until every record queued so far is durable or has failed,
 // or ctx is done. It reports (as an *UnlandedError) the queued records that
 // failed since the last Flush.
+//
+// Checkpoints queued by EmitAsync follow the rules of Append once they
+// have landed: Flush enforces the retention policy of each thread they
+// were saved to, and reports a failure as a *RetentionError.
 func (c *Client) Flush(ctx context.Context) error {
 	if err := c.wait(ctx); err != nil {
 		return err
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	ue := failedError(c.failed)
 	c.failed = nil
-	if ue == nil {
-		return nil
+	retain := c.retain
+	c.retain = nil
+	c.mu.Unlock()
+	if ue != nil {
+		return ue
 	}
-	return ue
+	for _, thread := range slices.Sorted(maps.Keys(retain)) {
+		if _, err := c.enforceRetention(ctx, thread, retain[thread], 0); err != nil {
+			return &RetentionError{Thread: thread, Err: err}
+		}
+	}
+	return nil
 }
 
 // wait blocks until the reaper has seen every record queued before the
@@ -471,6 +538,7 @@ func (c *Client) Close() error {
 	// Close returns (failing those whose context the cancel ended), so
 	// the reaper has only bookkeeping left after it.
 	lerr := c.log.Close()
+	c.conn.Close()
 	if lerr != nil {
 		lerr = fmt.Errorf("spl/sdk: close log: %w", lerr)
 	}
@@ -573,17 +641,7 @@ func (c *Client) QueryThread(ctx context.Context, thread string, opts ...QueryOp
 // retention fails, SaveCheckpoint returns the receipt and a
 // *RetentionError; the next save or ApplyRetention tries again.
 func (c *Client) SaveCheckpoint(ctx context.Context, thread, actor string, cp records.Checkpoint) (Receipt, error) {
-	r, err := c.Emit(ctx, Event{Act: records.ActLearn, Kind: records.KindCheckpoint, Thread: thread, Actor: actor, Body: &cp})
-	if err != nil {
-		return r, err
-	}
-	if actor == "" {
-		actor = c.cfg.actor
-	}
-	if _, err := c.enforceRetention(ctx, thread, actor, r.Clock); err != nil {
-		return r, &RetentionError{Thread: thread, Err: err}
-	}
-	return r, nil
+	return c.Emit(ctx, Event{Act: records.ActLearn, Kind: records.KindCheckpoint, Thread: thread, Actor: actor, Body: &cp})
 }
 
 func savedCheckpoint(e splog.Entry) (SavedCheckpoint, error) {
@@ -617,7 +675,7 @@ func (c *Client) latestValidCheckpoint(ctx context.Context, thread string, corru
 	for n := 8; ; n *= 4 {
 		es, err := c.log.Tail(ctx, thread, n, splog.Kind(records.KindCheckpoint))
 		var bad []uint64
-		for _, e := range flatten(err) {
+		for _, e := range Flatten(err) {
 			var ce *splog.CorruptError
 			if !errors.As(e, &ce) {
 				return SavedCheckpoint{}, err
@@ -644,9 +702,9 @@ func (c *Client) latestValidCheckpoint(ctx context.Context, thread string, corru
 	}
 }
 
-// flatten returns the errors an errors.Join holds (err itself when it is
+// Flatten returns the errors an errors.Join holds (err itself when it is
 // not one; none for nil).
-func flatten(err error) []error {
+func Flatten(err error) []error {
 	if err == nil {
 		return nil
 	}
@@ -688,4 +746,29 @@ func (c *Client) ListCheckpoints(ctx context.Context, thread string, limit int) 
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// Stats is the state of the log's stream.
+type Stats = splog.Stats
+
+// Stats returns the state of the log: records and bytes stored, the
+// clocks of the oldest and the newest record.
+func (c *Client) Stats(ctx context.Context) (Stats, error) { return c.log.Stats(ctx) }
+
+// LastClock returns the clock of the newest record of the log (0: none).
+func (c *Client) LastClock(ctx context.Context) (uint64, error) { return c.log.LastClock(ctx) }
+
+// StreamName is the name of the stream that holds the log.
+func (c *Client) StreamName() string { return c.log.StreamName() }
+
+// Latest returns the newest record of kind on thread, verified: one
+// last-by-subject get, no scan. It returns an error wrapping ErrNotFound
+// when there is none, and one wrapping records.ErrCorrupt when the newest
+// does not verify (LatestCheckpoint passes over those instead).
+func (c *Client) Latest(ctx context.Context, thread, kind string) (Record, error) {
+	e, err := c.log.Latest(ctx, thread, kind)
+	if err != nil {
+		return Record{}, err
+	}
+	return Record{ID: e.ID, Clock: e.Clock, Record: e.Record}, nil
 }

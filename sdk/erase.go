@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
@@ -271,7 +268,7 @@ func (c *Client) Record(ctx context.Context, id records.ID, thread string) (Reco
 		case err == nil:
 			thread = e.Record.Header.Thread
 		case errors.As(err, &ce):
-			t, ok := splog.ThreadFromToken(subjectToken(ce.Subject))
+			t, ok := splog.ThreadOfSubject(ce.Subject)
 			if !ok {
 				return c.unverified(ctx, id, ce), err
 			}
@@ -282,7 +279,7 @@ func (c *Client) Record(ctx context.Context, id records.ID, thread string) (Reco
 			return Record{}, fmt.Errorf("record %s: %w", id, err)
 		}
 	}
-	clocks, err := c.claimants(ctx, splog.ThreadSubject(thread), id)
+	clocks, err := c.log.Claimants(ctx, splog.ThreadSubject(thread), id)
 	if err != nil {
 		return Record{}, fmt.Errorf("record %s: %w", id, err)
 	}
@@ -321,77 +318,8 @@ func (c *Client) Record(ctx context.Context, id records.ID, thread string) (Reco
 // verification when it decodes.
 func (c *Client) unverified(ctx context.Context, id records.ID, ce *splog.CorruptError) Record {
 	r := Record{ID: id, Clock: ce.Clock}
-	s, err := c.stream(ctx)
-	if err != nil {
-		return r
-	}
-	m, err := s.GetMsg(ctx, ce.Clock)
-	if err != nil {
-		return r
-	}
-	if rec, err := records.Unmarshal(m.Data); err == nil {
+	if rec, err := c.log.Raw(ctx, ce.Clock); err == nil {
 		r.Record = rec
 	}
 	return r
-}
-
-// claimants returns the clocks of the messages under filter whose id
-// header is id, reading headers only.
-func (c *Client) claimants(ctx context.Context, filter string, id records.ID) ([]uint64, error) {
-	s, err := c.stream(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("stream: %w", err)
-	}
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
-	if err != nil {
-		return nil, fmt.Errorf("stream info: %w", err)
-	}
-	if len(info.State.Subjects) == 0 {
-		return nil, nil
-	}
-	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{filter},
-		HeadersOnly:    true,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("consumer: %w", err)
-	}
-	it, err := cons.Messages()
-	if err != nil {
-		return nil, fmt.Errorf("consumer: %w", err)
-	}
-	defer it.Stop()
-	want := id.String()
-	var clocks []uint64
-	for {
-		// The filter held messages a moment ago; a quiet consumer means
-		// they went since.
-		mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		m, err := it.Next(jetstream.NextContext(mctx))
-		cancel()
-		if err != nil {
-			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-				return clocks, nil
-			}
-			return nil, fmt.Errorf("read headers: %w", err)
-		}
-		meta, err := m.Metadata()
-		if err != nil {
-			return nil, fmt.Errorf("read headers: %w", err)
-		}
-		if m.Headers().Get(splog.HeaderID) == want {
-			clocks = append(clocks, meta.Sequence.Stream)
-		}
-		if meta.NumPending == 0 {
-			return clocks, nil
-		}
-	}
-}
-
-// subjectToken returns the thread token of a record subject,
-// spl.rec.<token>.<kind…>.
-func subjectToken(subject string) string {
-	rest := strings.TrimPrefix(subject, splog.SubjectPrefix+".")
-	tok, _, _ := strings.Cut(rest, ".")
-	return tok
 }

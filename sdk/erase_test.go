@@ -195,7 +195,7 @@ func forge(t *testing.T, c *sdk.Client, r sdk.Record, body map[string]any) uint6
 	msg := nats.NewMsg(splog.RecordSubject(r.Header.Thread, r.Header.Kind))
 	msg.Data = data
 	msg.Header.Set(splog.HeaderID, r.ID.String())
-	ack, err := c.Log().JetStream().PublishMsg(ctxT(t), msg)
+	ack, err := sdk.JetStreamOf(c).PublishMsg(ctxT(t), msg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestLatestCheckpointSkipsCorrupt(t *testing.T) {
 	three := saveCP(t, c, "th_f", "three", "")
 	// Delete the third, then forge it in its place with another summary.
 	rec := recordAt(t, c, "th_f", three.Clock)
-	stream, err := c.Log().JetStream().Stream(ctx, c.Log().StreamName())
+	stream, err := sdk.JetStreamOf(c).Stream(ctx, c.StreamName())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestVerifyFindsDamage(t *testing.T) {
 	c := open(t, sdk.WithActor(actor))
 	ctx := ctxT(t)
 	rs := emitN(t, c, "th_d", 5)
-	stream, err := c.Log().JetStream().Stream(ctx, c.Log().StreamName())
+	stream, err := sdk.JetStreamOf(c).Stream(ctx, c.StreamName())
 	if err != nil {
 		t.Fatal(err)
 	}

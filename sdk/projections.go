@@ -401,11 +401,26 @@ func (c *Client) projections(ctx context.Context) (*clientProjections, error) {
 	defer p.mu.Unlock()
 	if p.index == nil {
 		// The buckets are replicated as the client's stream is (WithReplicas).
-		r, err := projections.New(ctx, c.log, projections.Index(), projections.Options{Replicas: max(c.cfg.replicas, 1)})
+		r, err := projections.New(ctx, c.conn, c.log, projections.Index(), projections.Options{Replicas: max(c.cfg.replicas, 1)})
 		if err != nil {
 			return nil, err
 		}
-		p.index, p.reader = r, projections.NewReader(c.log)
+		p.index, p.reader = r, projections.NewReader(c.conn, c.log)
 	}
 	return p, nil
 }
+
+// NewProjector returns a projections runtime of fold on the client's log
+// and connection, for a server that keeps read models up to date
+// (spl serve). Programs that only read them use Threads and
+// LatestCheckpoints.
+func (c *Client) NewProjector(ctx context.Context, fold projections.Fold, opts projections.Options) (*projections.Runtime, error) {
+	if c.isClosing() {
+		return nil, ErrClosed
+	}
+	return projections.New(ctx, c.conn, c.log, fold, opts)
+}
+
+// IndexReader returns a reader of the thread index's read models, for a
+// server that answers from them (spl serve).
+func (c *Client) IndexReader() *projections.Reader { return projections.NewReader(c.conn, c.log) }

@@ -119,7 +119,7 @@ func TestWaitProjectionTimesOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another process holds the projection's lease and applies nothing.
-	meta, err := c.Log().JetStream().KeyValue(ctx, projections.BucketName(c.Log().StreamName(), projections.MetaModel))
+	meta, err := sdk.JetStreamOf(c).KeyValue(ctx, projections.BucketName(c.StreamName(), projections.MetaModel))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,12 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
@@ -488,28 +484,12 @@ func (c *Client) Pin(ctx context.Context, thread, actor string, id records.ID, r
 	return Pinned{Receipt: r, Thread: thread}, nil
 }
 
-// threadsWith lists, sorted, the threads that hold records of kind, from
-// the stream's per-subject counts (no record is read).
+// threadsWith lists, sorted, the threads that hold records of kind.
 func (c *Client) threadsWith(ctx context.Context, kind string) ([]string, error) {
-	s, err := c.stream(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("stream: %w", err)
+	if c.isClosing() {
+		return nil, ErrClosed
 	}
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(splog.SubjectPrefix+".*."+kind))
-	if err != nil {
-		return nil, fmt.Errorf("stream info: %w", err)
-	}
-	var out []string
-	for subj, n := range info.State.Subjects {
-		if n == 0 || !strings.HasSuffix(subj, "."+kind) {
-			continue
-		}
-		if t, ok := splog.ThreadFromToken(subjectToken(subj)); ok {
-			out = append(out, t)
-		}
-	}
-	slices.Sort(out)
-	return out, nil
+	return c.log.ThreadsWith(ctx, kind)
 }
 
 // policyTTL bounds how long the save path of a client trusts what it last

@@ -12,8 +12,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-
-	"github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/sdk"
 )
 
 // Defaults of a Config.
@@ -98,7 +97,7 @@ type Config struct {
 	// Projectors, when set, is called once the log is open and returns the
 	// projectors the server runs until shutdown. The projections runtime
 	// plugs in here (see Projector).
-	Projectors func(*log.Log) ([]Projector, error)
+	Projectors func(*sdk.Client) ([]Projector, error)
 }
 
 // ConfigError is a Config that breaks a rule: it names the field and the

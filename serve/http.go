@@ -194,13 +194,14 @@ func (s *Server) refuse(w http.ResponseWriter, code int, reason string, e apiErr
 	writeJSON(w, code, e)
 }
 
-// liveLog returns the log, or answers 503 when there is none to use.
-func (s *Server) liveLog(w http.ResponseWriter) *log.Log {
+// liveLog returns the service layer, or answers 503 when there is none to
+// use.
+func (s *Server) liveLog(w http.ResponseWriter) *sdk.Client {
 	if s.stopping.Load() {
 		s.refuse(w, http.StatusServiceUnavailable, "stopping", apiError{Error: "server is shutting down"})
 		return nil
 	}
-	l := s.l.Load()
+	l := s.c.Load()
 	if l == nil {
 		s.refuse(w, http.StatusServiceUnavailable, "not_ready", apiError{Error: "log not open yet (a cluster waits for its peers)"})
 		return nil
@@ -261,15 +262,21 @@ func (s *Server) handleEmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	e, err := l.Append(r.Context(), rec)
-	if err != nil {
+	rc, err := l.Append(r.Context(), rec)
+	var re *sdk.RetentionError
+	if err != nil && !errors.As(err, &re) {
 		s.m.appends.WithLabelValues(appendResult(err)).Inc()
 		s.fail(w, r, fmt.Errorf("append: %w", err))
 		return
 	}
 	s.m.appendSecs.Observe(time.Since(start).Seconds())
 	s.m.appends.WithLabelValues("ok").Inc()
-	j, err := newRecordJSON(e)
+	if re != nil {
+		// The record is stored; the next checkpoint or retention apply
+		// erases what this one could not.
+		s.logger.Warn("retention after an append failed", "thread", re.Thread, "err", re.Err)
+	}
+	j, err := newRecordJSON(rc)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -349,18 +356,18 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var opts []log.ReadOption
+	var opts []sdk.QueryOption
 	if from > 0 {
-		opts = append(opts, log.From(from))
+		opts = append(opts, sdk.FromClock(from))
 	}
 	if kind != "" {
-		opts = append(opts, log.Kind(kind))
+		opts = append(opts, sdk.OfKind(kind))
 	}
 	if act != "" {
-		opts = append(opts, log.Act(act))
+		opts = append(opts, sdk.OfAct(act))
 	}
 	resp := queryResponse{Thread: thread, Records: []recordJSON{}, Corrupt: []corruptJSON{}}
-	add := func(e log.Entry, err error) error {
+	add := func(e sdk.Record, err error) error {
 		if err != nil {
 			var ce *log.CorruptError
 			if errors.As(err, &ce) {
@@ -378,24 +385,25 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 		return nil
 	}
 	if last > 0 {
-		es, err := l.Tail(r.Context(), thread, int(last), opts...)
-		for _, e := range es {
-			if err := add(e, nil); err != nil {
-				s.fail(w, r, err)
-				return
+		for e, err := range l.QueryThread(r.Context(), thread, append(opts, sdk.Last(int(last)))...) {
+			for _, err := range sdk.Flatten(err) {
+				if err := add(e, err); err != nil {
+					s.fail(w, r, err)
+					return
+				}
 			}
-		}
-		if err != nil {
-			if err := add(log.Entry{}, err); err != nil {
-				s.fail(w, r, err)
-				return
+			if err == nil {
+				if err := add(e, nil); err != nil {
+					s.fail(w, r, err)
+					return
+				}
 			}
 		}
 		writeJSON(w, http.StatusOK, resp)
 		return
 	}
 	n := 0
-	for e, err := range l.Read(r.Context(), thread, opts...) {
+	for e, err := range l.QueryThread(r.Context(), thread, opts...) {
 		if err == nil && n == int(limit) {
 			next := e.Clock
 			resp.Next = &next
@@ -511,7 +519,7 @@ func (s *Server) handleThreads(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp := threadsResponse{Threads: []threadJSON{}, AsOf: asOf, LogClock: logClock}
-	rd := projections.NewReader(l)
+	rd := l.IndexReader()
 	var ts []*projections.Thread
 	if limit == 0 { // the count alone
 		if resp.Total, err = rd.ThreadCount(ctx); err != nil {
@@ -584,7 +592,7 @@ type healthJSON struct {
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	switch l := s.l.Load(); {
+	switch l := s.c.Load(); {
 	case s.stopping.Load():
 		writeJSON(w, http.StatusServiceUnavailable, healthJSON{Status: "stopping"})
 	case l == nil:
@@ -592,11 +600,11 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	default:
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
-		st, err := streamState(ctx, l.JetStream(), l.StreamName())
+		st, err := l.Stats(ctx)
 		if err != nil {
 			writeJSON(w, http.StatusServiceUnavailable, healthJSON{Status: "unavailable", Stream: l.StreamName(), Error: err.Error()})
 			return
 		}
-		writeJSON(w, http.StatusOK, healthJSON{Status: "ok", Stream: l.StreamName(), LastClock: st.LastSeq})
+		writeJSON(w, http.StatusOK, healthJSON{Status: "ok", Stream: l.StreamName(), LastClock: st.LastClock})
 	}
 }

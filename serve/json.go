@@ -3,7 +3,6 @@ package serve
 import (
 	"log/slog"
 
-	"github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/sdk"
 )
 
@@ -23,11 +22,11 @@ type corruptJSON struct {
 	Reason  string `json:"reason"`
 }
 
-func newRecordJSON(e log.Entry) (recordJSON, error) {
+func newRecordJSON(e sdk.Record) (recordJSON, error) {
 	return sdk.NewRecordJSON(e.ID, e.Clock, e.Record)
 }
 
-func newCheckpointJSON(e log.Entry) (checkpointJSON, error) {
+func newCheckpointJSON(e sdk.Record) (checkpointJSON, error) {
 	return sdk.NewCheckpointJSON(e.ID, e.Clock, e.Record, nil)
 }
 

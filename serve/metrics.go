@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -96,7 +95,7 @@ func (c *logCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
-	l := c.s.Log()
+	l := c.s.Client()
 	if l == nil || c.s.stopping.Load() {
 		ch <- prometheus.MustNewConstMetric(descReady, prometheus.GaugeValue, 0)
 		return
@@ -104,29 +103,21 @@ func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descReady, prometheus.GaugeValue, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	st, err := streamState(ctx, l.JetStream(), l.StreamName())
+	st, err := l.Stats(ctx)
 	if err != nil {
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(descMsgs, prometheus.GaugeValue, float64(st.Msgs))
+	ch <- prometheus.MustNewConstMetric(descMsgs, prometheus.GaugeValue, float64(st.Records))
 	ch <- prometheus.MustNewConstMetric(descBytes, prometheus.GaugeValue, float64(st.Bytes))
-	ch <- prometheus.MustNewConstMetric(descClock, prometheus.GaugeValue, float64(st.LastSeq))
+	ch <- prometheus.MustNewConstMetric(descClock, prometheus.GaugeValue, float64(st.LastClock))
 	c.s.projMu.Lock()
 	ps := c.s.projectors
 	c.s.projMu.Unlock()
 	for _, p := range ps {
 		lag := float64(0)
-		if pos := p.Position(); pos < st.LastSeq {
-			lag = float64(st.LastSeq - pos)
+		if pos := p.Position(); pos < st.LastClock {
+			lag = float64(st.LastClock - pos)
 		}
 		ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, lag, p.Name())
 	}
-}
-
-func streamState(ctx context.Context, js jetstream.JetStream, name string) (jetstream.StreamState, error) {
-	st, err := js.Stream(ctx, name)
-	if err != nil {
-		return jetstream.StreamState{}, err
-	}
-	return st.CachedInfo().State, nil
 }

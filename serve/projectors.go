@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/projections"
+	"github.com/spl-dev/spl/sdk"
 )
 
 // IndexProjector returns a Config.Projectors that runs the index
@@ -15,19 +15,19 @@ import (
 // server, its buckets with the replicas of the log's stream. A cluster
 // node whose peers are not up yet cannot create replicated buckets: it
 // retries for up to two minutes.
-func IndexProjector(ctx context.Context, cfg Config, logger *slog.Logger) func(*log.Log) ([]Projector, error) {
-	return func(l *log.Log) ([]Projector, error) {
-		return indexProjectors(ctx, l, cfg, logger)
+func IndexProjector(ctx context.Context, cfg Config, logger *slog.Logger) func(*sdk.Client) ([]Projector, error) {
+	return func(c *sdk.Client) ([]Projector, error) {
+		return indexProjectors(ctx, c, cfg, logger)
 	}
 }
 
-func indexProjectors(ctx context.Context, l *log.Log, cfg Config, logger *slog.Logger) ([]Projector, error) {
+func indexProjectors(ctx context.Context, c *sdk.Client, cfg Config, logger *slog.Logger) ([]Projector, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	plog := logger.With("component", "projections")
 	wait := 500 * time.Millisecond
 	for {
-		r, err := newIndexRuntime(ctx, l, cfg, plog)
+		r, err := newIndexRuntime(ctx, c, cfg, plog)
 		if err == nil {
 			return []Projector{r}, nil
 		}
@@ -44,16 +44,16 @@ func indexProjectors(ctx context.Context, l *log.Log, cfg Config, logger *slog.L
 	}
 }
 
-func newIndexRuntime(ctx context.Context, l *log.Log, cfg Config, plog *slog.Logger) (*projections.Runtime, error) {
+func newIndexRuntime(ctx context.Context, c *sdk.Client, cfg Config, plog *slog.Logger) (*projections.Runtime, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	replicas := cfg.Replicas
-	if st, err := l.JetStream().Stream(ctx, l.StreamName()); err == nil {
-		replicas = st.CachedInfo().Config.Replicas
+	if st, err := c.Stats(ctx); err == nil {
+		replicas = st.Replicas
 	} else if replicas == 0 && cfg.ClusterName != "" {
 		replicas = 3 // serve's default in a cluster
 	}
-	return projections.New(ctx, l, projections.Index(), projections.Options{
+	return c.NewProjector(ctx, projections.Index(), projections.Options{
 		Replicas: max(replicas, 1),
 		Logf:     func(format string, args ...any) { plog.Warn(fmt.Sprintf(format, args...)) },
 	})
@@ -66,7 +66,7 @@ func newIndexRuntime(ctx context.Context, l *log.Log, cfg Config, plog *slog.Log
 // up in the request, for as long as the wait lasts, when no process holds
 // the projection's lease (Runtime.Wait); the next request carries on from
 // the position it stored.
-func (s *Server) indexRuntime(ctx context.Context, l *log.Log) (*projections.Runtime, error) {
+func (s *Server) indexRuntime(ctx context.Context, c *sdk.Client) (*projections.Runtime, error) {
 	s.projMu.Lock()
 	ps := s.projectors
 	s.projMu.Unlock()
@@ -78,7 +78,7 @@ func (s *Server) indexRuntime(ctx context.Context, l *log.Log) (*projections.Run
 	s.indexMu.Lock()
 	defer s.indexMu.Unlock()
 	if s.index == nil {
-		r, err := newIndexRuntime(ctx, l, s.cfg, s.logger.With("component", "projections"))
+		r, err := newIndexRuntime(ctx, c, s.cfg, s.logger.With("component", "projections"))
 		if err != nil {
 			return nil, err
 		}

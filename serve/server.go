@@ -41,8 +41,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/projections"
+	"github.com/spl-dev/spl/sdk"
 )
 
 // Projector is a long-running consumer of the log that the server runs:
@@ -63,9 +64,9 @@ type Server struct {
 	nopts *server.Options
 	own   []nats.Option // options of the in-process connection
 	ns    *server.Server
-	dir   *log.DirLock
+	dir   *natsio.DirLock
 
-	l     atomic.Pointer[log.Log]
+	c     atomic.Pointer[sdk.Client] // the service layer, once the log is open
 	ready chan struct{}
 
 	httpSrv *http.Server
@@ -138,7 +139,7 @@ func (s *Server) Start(ctx context.Context) error {
 		return errors.New("spl/serve: start: already started")
 	}
 	s.started = true
-	dl, err := log.LockDir(s.cfg.Dir)
+	dl, err := natsio.LockDir(s.cfg.Dir)
 	if err != nil {
 		return fmt.Errorf("spl/serve: %w", err)
 	}
@@ -195,23 +196,23 @@ func (s *Server) Start(ctx context.Context) error {
 // succeeds or the server shuts down, then starts the projectors.
 func (s *Server) openLog() {
 	defer s.bgWG.Done()
-	opts := log.Options{
-		URL:         "nats://in-process",
-		NATSOptions: append([]nats.Option{nats.InProcessServer(s.ns)}, s.own...),
-		Replicas:    s.cfg.Replicas,
-		Timeout:     s.cfg.Timeout,
-		Name:        "spl-serve",
-		Observe:     s.m.observeBatch,
+	opts := []sdk.Option{
+		sdk.WithNATSOptions(append([]nats.Option{nats.InProcessServer(s.ns)}, s.own...)...),
+		sdk.WithReplicas(s.cfg.Replicas),
+		sdk.WithTimeout(s.cfg.Timeout),
+		sdk.WithName("spl-serve"),
+		sdk.WithBatchObserver(s.m.observeBatch),
+		sdk.WithActor(""), // every request names its actor
 	}
 	wait := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(s.bg, 10*time.Second)
-		l, err := log.Open(ctx, opts)
+		c, err := sdk.Connect(ctx, "nats://in-process", opts...)
 		cancel()
 		if err == nil {
-			s.l.Store(l)
+			s.c.Store(c)
 			close(s.ready)
-			s.logger.Info("log open", "stream", l.StreamName(), "replicas", s.cfg.Replicas)
+			s.logger.Info("log open", "stream", c.StreamName(), "replicas", s.cfg.Replicas)
 			break
 		}
 		if s.bg.Err() != nil {
@@ -235,7 +236,7 @@ func (s *Server) startProjectors() {
 		// the spl serve command passes its projectors here.
 		return
 	}
-	ps, err := s.cfg.Projectors(s.l.Load())
+	ps, err := s.cfg.Projectors(s.c.Load())
 	if err != nil {
 		s.logger.Error("projectors not started", "err", err)
 		return
@@ -268,8 +269,8 @@ func (s *Server) startProjectors() {
 // Ready is closed once the log is open and appends are accepted.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 
-// Log is the server's log, or nil before Ready.
-func (s *Server) Log() *log.Log { return s.l.Load() }
+// Client is the server's log, or nil before Ready.
+func (s *Server) Client() *sdk.Client { return s.c.Load() }
 
 // NATSURL is the URL clients connect to: nats://host:port of the client
 // listener.
@@ -318,8 +319,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		s.bgCancel()
 		s.bgWG.Wait()
-		if l := s.l.Load(); l != nil {
-			if err := l.Close(); err != nil {
+		if c := s.c.Load(); c != nil {
+			if err := c.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("close log: %w", err))
 			}
 		}

@@ -10,10 +10,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
+	"github.com/spl-dev/spl/sdk"
 )
 
 // tailBuffer is how many messages a tail holds between the consumer and a
@@ -69,28 +68,20 @@ func (s *Server) handleTail(w http.ResponseWriter, r *http.Request) {
 		}
 		from = last + 1
 	}
-	msgs := make(chan jetstream.Msg, tailBuffer)
-	cons, err := l.JetStream().OrderedConsumer(ctx, l.StreamName(), jetstream.OrderedConsumerConfig{
-		FilterSubjects:    []string{log.ThreadSubject(thread)},
-		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:       from,
-		InactiveThreshold: 30 * time.Second,
-	})
-	if err != nil {
-		s.fail(w, r, fmt.Errorf("tail: consumer: %w", err))
-		return
+	type followed struct {
+		rec sdk.Record
+		err error
 	}
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		select {
-		case msgs <- m:
-		case <-ctx.Done():
+	msgs := make(chan followed, tailBuffer)
+	go func() {
+		for rec, err := range l.Follow(ctx, thread, from) {
+			select {
+			case msgs <- followed{rec, err}:
+			case <-ctx.Done():
+				return
+			}
 		}
-	})
-	if err != nil {
-		s.fail(w, r, fmt.Errorf("tail: consume: %w", err))
-		return
-	}
-	defer cc.Stop()
+	}()
 
 	rc := http.NewResponseController(w)
 	h := w.Header()
@@ -117,7 +108,7 @@ func (s *Server) handleTail(w http.ResponseWriter, r *http.Request) {
 		case <-beat.C:
 			buf.WriteString(": heartbeat\n\n")
 		case m := <-msgs:
-			if err := s.tailEvent(&buf, m); err != nil {
+			if err := s.tailEvent(&buf, m.rec, m.err); err != nil {
 				s.logger.Warn("tail: event", "thread", thread, "err", err)
 				return
 			}
@@ -131,25 +122,22 @@ func (s *Server) handleTail(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// tailEvent writes the event of one stream message to buf.
-func (s *Server) tailEvent(buf *bytes.Buffer, m jetstream.Msg) error {
-	md, err := m.Metadata()
-	if err != nil {
-		return fmt.Errorf("metadata: %w", err)
-	}
-	clock := md.Sequence.Stream
+// tailEvent writes the event of one followed record to buf: the record,
+// or a message that failed verification.
+func (s *Server) tailEvent(buf *bytes.Buffer, rec sdk.Record, err error) error {
+	clock := rec.Clock
 	var event string
 	var v any
-	e, err := log.DecodeMessage(m.Subject(), clock, m.Headers(), m.Data())
 	var ce *log.CorruptError
 	switch {
 	case errors.As(err, &ce):
 		s.m.corrupt.WithLabelValues("tail").Inc()
+		clock = ce.Clock
 		event, v = "corrupt", corruptJSON{Clock: ce.Clock, Subject: ce.Subject, Reason: ce.Reason}
 	case err != nil:
 		return err
 	default:
-		j, err := newRecordJSON(e)
+		j, err := newRecordJSON(rec)
 		if err != nil {
 			return err
 		}

@@ -11,13 +11,14 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 )
 
-// Delete deletes the message at clock without an erasure record.
-func Delete(ctx context.Context, l *log.Log, clock uint64) error {
-	s, err := l.JetStream().Stream(ctx, l.StreamName())
+// deleteAt deletes the message at clock without an erasure record.
+func deleteAt(ctx context.Context, c *natsio.Conn, clock uint64) error {
+	s, err := c.JS.Stream(ctx, log.DefaultStream)
 	if err != nil {
 		return fmt.Errorf("logtest: stream: %w", err)
 	}
@@ -27,10 +28,10 @@ func Delete(ctx context.Context, l *log.Log, clock uint64) error {
 	return nil
 }
 
-// Forge republishes the record at clock with its body replaced by body,
+// forge republishes the record at clock with its body replaced by body,
 // keeping its header, salt and claimed id, so that the copy fails its body
 // digest. It returns the forged message's clock.
-func Forge(ctx context.Context, l *log.Log, clock uint64, body any) (uint64, error) {
+func forge(ctx context.Context, l *log.Log, c *natsio.Conn, clock uint64, body any) (uint64, error) {
 	e, err := l.At(ctx, clock)
 	if err != nil {
 		return 0, fmt.Errorf("logtest: read %d: %w", clock, err)
@@ -49,7 +50,7 @@ func Forge(ctx context.Context, l *log.Log, clock uint64, body any) (uint64, err
 	msg := nats.NewMsg(log.RecordSubject(h.Thread, h.Kind))
 	msg.Data = data
 	msg.Header.Set(log.HeaderID, e.ID.String())
-	ack, err := l.JetStream().PublishMsg(ctx, msg)
+	ack, err := c.JS.PublishMsg(ctx, msg)
 	if err != nil {
 		return 0, fmt.Errorf("logtest: publish: %w", err)
 	}
@@ -58,18 +59,23 @@ func Forge(ctx context.Context, l *log.Log, clock uint64, body any) (uint64, err
 
 // Damage opens the embedded log in dir (becoming its server, or joining
 // the one running), deletes the message at clock del (none when 0), forges
-// the record at clock forge with body, and closes the log. It returns the
+// the record at clock forgeAt with body, and closes the log. It returns the
 // forged clock.
-func Damage(ctx context.Context, dir string, del, forge uint64, body any) (uint64, error) {
-	l, err := log.Open(ctx, log.Options{Dir: dir, Linger: time.Millisecond})
+func Damage(ctx context.Context, dir string, del, forgeAt uint64, body any) (uint64, error) {
+	c, err := natsio.Dial(ctx, natsio.Options{Dir: dir, Linger: time.Millisecond, Name: "logtest"})
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	l, err := log.On(ctx, c, log.Options{})
 	if err != nil {
 		return 0, err
 	}
 	defer l.Close()
 	if del != 0 {
-		if err := Delete(ctx, l, del); err != nil {
+		if err := deleteAt(ctx, c, del); err != nil {
 			return 0, err
 		}
 	}
-	return Forge(ctx, l, forge, body)
+	return forge(ctx, l, c, forgeAt, body)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/projections"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
@@ -90,7 +91,7 @@ func TestThreadList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Log().Append(context.Background(), r); err != nil {
+	if _, err := c.Append(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Close(); err != nil {
@@ -250,13 +251,18 @@ func TestProjectionsStatusAndRebuild(t *testing.T) {
 // holdLease makes a process that does not exist hold the index
 // projection's lease, so that nobody applies it, and returns a function
 // that gives it back.
-func holdLease(t *testing.T, c *sdk.Client, holder string) func() {
+func holdLease(t *testing.T, home string, c *sdk.Client, holder string) func() {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := c.ProjectionStatus(ctx); err != nil { // creates the buckets
 		t.Fatal(err)
 	}
-	meta, err := c.Log().JetStream().KeyValue(ctx, projections.BucketName(c.Log().StreamName(), projections.MetaModel))
+	conn, err := natsio.Dial(ctx, natsio.Options{Dir: home, Name: "cli-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	meta, err := conn.JS.KeyValue(ctx, projections.BucketName(c.StreamName(), projections.MetaModel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +284,7 @@ func TestProjectionBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	release := holdLease(t, c, "stuck-process")
+	release := holdLease(t, home, c, "stuck-process")
 	rc := emitJSON(t, home, "th_a", "agent.step", seedActor)
 
 	for _, args := range [][]string{{"thread", "list"}, {"session", "list"}} {

@@ -146,7 +146,7 @@ object a line (JSON Lines) instead of an array.`,
 			// that nothing appended during the read is missed.
 			var start uint64
 			if follow {
-				if start, err = c.Log().LastClock(ctx); err != nil {
+				if start, err = c.LastClock(ctx); err != nil {
 					return fmt.Errorf("thread tail: %w", err)
 				}
 			}

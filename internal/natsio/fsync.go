@@ -1,4 +1,4 @@
-package log
+package natsio
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// blockSyncer makes durable what the embedded server wrote to the log's
+// BlockSyncer makes durable what the embedded server wrote to the log's
 // stream: it fsyncs the stream's message block files.
 //
 // The embedded server runs without SyncAlways: it writes every message to
@@ -30,7 +30,7 @@ import (
 // renaming a rewritten copy over it (compaction, secure delete); such a
 // copy is fsynced by the server before the rename, and the rename changes
 // the directory, upon which the syncer opens the blocks anew by name.
-type blockSyncer struct {
+type BlockSyncer struct {
 	dir string // the stream's msgs directory
 
 	mu      sync.Mutex
@@ -39,17 +39,17 @@ type blockSyncer struct {
 	dirTime time.Time // mtime of dir when hi was found by a scan
 }
 
-// newBlockSyncer syncs the blocks of stream in the embedded store under
+// NewBlockSyncer syncs the blocks of stream in the embedded store under
 // dataDir (the account is the global one: the embedded server has no
 // accounts).
-func newBlockSyncer(dataDir, stream string) *blockSyncer {
-	return &blockSyncer{dir: filepath.Join(dataDir, "jetstream", "$G", "streams", stream, "msgs")}
+func NewBlockSyncer(dataDir, stream string) *BlockSyncer {
+	return &BlockSyncer{dir: filepath.Join(dataDir, "jetstream", "$G", "streams", stream, "msgs")}
 }
 
-// check confirms that the store is laid out as the syncer expects, so a
+// Check confirms that the store is laid out as the syncer expects, so a
 // server upgrade that moves it fails loudly at open, not silently at the
 // first power loss.
-func (s *blockSyncer) check() error {
+func (s *BlockSyncer) Check() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, err := s.scan(); err != nil {
@@ -58,8 +58,8 @@ func (s *blockSyncer) check() error {
 	return nil
 }
 
-// sync fsyncs the blocks written since the last sync.
-func (s *blockSyncer) sync() error {
+// Sync fsyncs the blocks written since the last sync.
+func (s *BlockSyncer) Sync() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	grew := false
@@ -73,7 +73,7 @@ func (s *blockSyncer) sync() error {
 			return err
 		}
 		for i := max(prev, 1); i < hi; i++ {
-			if err := syncFile(s.block(i)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := SyncFile(s.block(i)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("fsync log: %w", err)
 			}
 		}
@@ -100,7 +100,7 @@ func (s *blockSyncer) sync() error {
 	}
 	if grew {
 		// New directory entries must be durable too.
-		if err := syncFile(s.dir); err != nil {
+		if err := SyncFile(s.dir); err != nil {
 			return fmt.Errorf("fsync log: %w", err)
 		}
 	}
@@ -108,7 +108,7 @@ func (s *blockSyncer) sync() error {
 }
 
 // syncBlock fsyncs block hi, opening it when it is not open.
-func (s *blockSyncer) syncBlock() error {
+func (s *BlockSyncer) syncBlock() error {
 	if s.f == nil {
 		f, err := os.Open(s.block(s.hi))
 		if err != nil {
@@ -123,23 +123,31 @@ func (s *blockSyncer) syncBlock() error {
 	return nil
 }
 
-func (s *blockSyncer) closeBlock() {
+func (s *BlockSyncer) closeBlock() {
 	if s.f != nil {
 		s.f.Close()
 		s.f = nil
 	}
 }
 
-// close releases the open block.
-func (s *blockSyncer) close() {
+// Known is the highest block index the syncer knows (0 before its first
+// sync): the block appends went to at its last sync.
+func (s *BlockSyncer) Known() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hi
+}
+
+// Close releases the open block.
+func (s *BlockSyncer) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closeBlock()
 }
 
-// syncAll fsyncs every block and the directory: after secure deletes,
+// SyncAll fsyncs every block and the directory: after secure deletes,
 // which rewrite blocks anywhere in the stream.
-func (s *blockSyncer) syncAll() error {
+func (s *BlockSyncer) SyncAll() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ents, err := os.ReadDir(s.dir)
@@ -150,23 +158,23 @@ func (s *blockSyncer) syncAll() error {
 		if !strings.HasSuffix(e.Name(), ".blk") {
 			continue
 		}
-		if err := syncFile(filepath.Join(s.dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := SyncFile(filepath.Join(s.dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("fsync log: %w", err)
 		}
 	}
-	if err := syncFile(s.dir); err != nil {
+	if err := SyncFile(s.dir); err != nil {
 		return fmt.Errorf("fsync log: %w", err)
 	}
 	return nil
 }
 
-func (s *blockSyncer) block(i int) string {
+func (s *BlockSyncer) block(i int) string {
 	return filepath.Join(s.dir, strconv.Itoa(i)+".blk")
 }
 
 // dirChanged reports whether the directory changed since the last scan
 // (a block created, removed or renamed over).
-func (s *blockSyncer) dirChanged() bool {
+func (s *BlockSyncer) dirChanged() bool {
 	fi, err := os.Stat(s.dir)
 	return err != nil || !fi.ModTime().Equal(s.dirTime)
 }
@@ -174,7 +182,7 @@ func (s *blockSyncer) dirChanged() bool {
 // scan finds the highest block index in the directory, and notes the
 // directory's mtime (taken before reading it, so that a change during the
 // scan shows at the next sync).
-func (s *blockSyncer) scan() (int, error) {
+func (s *BlockSyncer) scan() (int, error) {
 	fi, err := os.Stat(s.dir)
 	if err != nil {
 		return 0, fmt.Errorf("fsync log: %w", err)
@@ -200,10 +208,10 @@ func (s *blockSyncer) scan() (int, error) {
 	return hi, nil
 }
 
-// syncFile fsyncs the file or directory at path: a directory's fsync
+// SyncFile fsyncs the file or directory at path: a directory's fsync
 // makes the names in it durable. Its errors name path; the caller says
 // what the fsync was for.
-func syncFile(path string) error {
+func SyncFile(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package log
+package natsio
 
 import (
 	"encoding/json"

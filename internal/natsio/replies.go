@@ -1,4 +1,4 @@
-package log
+package natsio
 
 import (
 	"context"
@@ -146,8 +146,3 @@ func (r *replies) route(m *nats.Msg) {
 	case <-w.quit:
 	}
 }
-
-// Replies starts a read that expects about capacity answers, on the log's
-// one subscription for them. For code at the edge (projections) that sends
-// pipelined or batched direct gets.
-func (l *Log) Replies(capacity int) *Answers { return l.multi.open(capacity) }

@@ -1,4 +1,4 @@
-package log
+package natsio
 
 import (
 	"encoding/json"
@@ -55,8 +55,8 @@ func TestParseAck(t *testing.T) {
 			t.Fatalf("%s: read as a plain answer %+v; encoding/json's to read", in, ack)
 		}
 	}
-	if _, err := parseAck([]byte(other[3])); !errors.Is(err, errStale) {
-		t.Fatalf("wrong last sequence: %v, want errStale", err)
+	if _, err := parseAck([]byte(other[3])); !errors.Is(err, ErrExpectation) {
+		t.Fatalf("wrong last sequence: %v, want ErrExpectation", err)
 	}
 	if ack, err := parseAck([]byte(other[2])); err != nil || ack.Seq != 7 || ack.Batch != "b1" || ack.Count != 3 {
 		t.Fatalf("batch answer: %+v, %v", ack, err)

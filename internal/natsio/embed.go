@@ -1,4 +1,4 @@
-package log
+package natsio
 
 import (
 	"context"
@@ -149,7 +149,7 @@ func writeToken(path string, replace bool) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("write token: %w", err)
 	}
-	if err := syncFile(dir); err != nil {
+	if err := SyncFile(dir); err != nil {
 		return "", fmt.Errorf("write token: %w", err)
 	}
 	return tok, nil
@@ -332,7 +332,7 @@ func EmbeddedServerOptions(dir string, syncAlways bool) *server.Options {
 
 func (e *embedded) start() (*server.Server, error) {
 	// Without SyncAlways: the writers of the processes on the directory
-	// fsync the stream themselves, once per group commit (blockSyncer).
+	// fsync the stream themselves, once per group commit (BlockSyncer).
 	opts := EmbeddedServerOptions(e.dir, false)
 	opts.Authorization = e.token
 	srv, err := StartServer(opts)
