@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/projections/fold"
 	"github.com/spl-dev/spl/records"
 )
 
@@ -129,14 +130,14 @@ type Runtime struct {
 // errCrash is what a commit returns with crashAfterModels set.
 var errCrash = errors.New("simulated crash after storing the models")
 
-// New returns a runtime for fold on l, creating its buckets when missing.
-func New(ctx context.Context, l *log.Log, fold Fold, opts Options) (*Runtime, error) {
+// New returns a runtime for f on l, creating its buckets when missing.
+func New(ctx context.Context, l *log.Log, f Fold, opts Options) (*Runtime, error) {
 	if err := opts.withDefaults(); err != nil {
 		return nil, err
 	}
 	d := direct{log: l, timeout: opts.Timeout}
 	r := &Runtime{
-		log: l, fold: fold, opts: opts, d: d,
+		log: l, fold: f, opts: opts, d: d,
 		store:   &kvStore{js: l.JetStream(), nc: l.Conn(), d: d, stream: l.StreamName(), replicas: opts.Replicas},
 		hist:    &logHistory{d: d, stream: l.StreamName()},
 		maxHeld: defaultMaxHeld,
@@ -144,9 +145,9 @@ func New(ctx context.Context, l *log.Log, fold Fold, opts Options) (*Runtime, er
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	for _, m := range fold.Models() {
+	for _, m := range f.Models() {
 		if err := r.store.ensure(ctx, m); err != nil {
-			return nil, fmt.Errorf("spl/projections: %s: %w", fold.Name(), err)
+			return nil, fmt.Errorf("spl/projections: %s: %w", f.Name(), err)
 		}
 	}
 	name := BucketName(l.StreamName(), MetaModel)
@@ -468,7 +469,7 @@ func (r *Runtime) follow(ctx context.Context, ls *lease, done func(position) boo
 			pos.Reset = true
 		}
 	}
-	st := newState(r.fold, r.store, r.hist, r.opts.CacheSize)
+	st := fold.NewState(r.fold, r.store, r.hist, r.opts.CacheSize)
 	if pos.Reset {
 		for _, m := range r.fold.Models() {
 			if err := r.store.purge(ctx, m); err != nil {
@@ -479,9 +480,9 @@ func (r *Runtime) follow(ctx context.Context, ls *lease, done func(position) boo
 		if rev, err = r.writePosition(ctx, pos, rev, ls.holder); err != nil {
 			return false, err
 		}
-		st.empty = true
+		st.Emptied()
 	}
-	st.base = pos.Clock
+	st.SetBase(pos.Clock)
 	if done != nil && done(pos) {
 		return false, nil
 	}
@@ -548,7 +549,7 @@ func (r *Runtime) follow(ctx context.Context, ls *lease, done func(position) boo
 				heldSince = time.Now()
 			}
 			held = b.last
-			if b.pending == 0 || len(st.dirty) >= r.maxHeld || time.Since(heldSince) >= r.maxHold ||
+			if b.pending == 0 || st.Held() >= r.maxHeld || time.Since(heldSince) >= r.maxHold ||
 				(done != nil && done(pos.after(held))) {
 				if err := store(); err != nil {
 					return false, err
@@ -640,18 +641,18 @@ func (r *Runtime) decodeLoop(ctx context.Context, msgs <-chan jetstream.Msg, out
 
 // absorb applies one batch of messages to st, and counts in pos the
 // messages that did not verify.
-func (r *Runtime) absorb(ctx context.Context, st *state, b decodedBatch, pos *position) error {
+func (r *Runtime) absorb(ctx context.Context, st *fold.State, b decodedBatch, pos *position) error {
 	if len(b.corrupt) > 0 {
 		pos.Corrupt += uint64(len(b.corrupt))
 		pos.LastCorrupt = b.corrupt[len(b.corrupt)-1]
 		r.opts.Logf("spl/projections: %s: skipped %d messages that do not verify (last at clock %d)", r.Name(), len(b.corrupt), pos.LastCorrupt)
 	}
-	return st.apply(ctx, b.entries)
+	return st.Apply(ctx, b.entries)
 }
 
 // save stores the changes st holds, then the position after clock last.
-func (r *Runtime) save(ctx context.Context, st *state, ls *lease, pos position, rev, last uint64) (position, uint64, error) {
-	ws, err := st.changes()
+func (r *Runtime) save(ctx context.Context, st *fold.State, ls *lease, pos position, rev, last uint64) (position, uint64, error) {
+	ws, err := st.Changes()
 	if err != nil {
 		return pos, rev, err
 	}
@@ -662,7 +663,7 @@ func (r *Runtime) save(ctx context.Context, st *state, ls *lease, pos position, 
 	if err != nil {
 		return pos, rev, err
 	}
-	st.committed(ws, revs)
+	st.Committed(ws, revs)
 	if r.crashAfterModels {
 		return pos, rev, errCrash
 	}
@@ -670,7 +671,7 @@ func (r *Runtime) save(ctx context.Context, st *state, ls *lease, pos position, 
 	if rev, err = r.writePosition(ctx, pos, rev, ls.holder); err != nil {
 		return pos, rev, err
 	}
-	st.base = pos.Clock
+	st.SetBase(pos.Clock)
 	return pos, rev, nil
 }
 

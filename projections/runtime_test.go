@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/projections/fold"
 	"github.com/spl-dev/spl/records"
 )
 
@@ -148,9 +149,9 @@ func entries(t testing.TB, l *log.Log) []log.Entry {
 // reference folds the log in memory, with the log as history.
 func reference(t testing.TB, r *Runtime) map[string][]byte {
 	t.Helper()
-	st, err := FoldMemory(ctxT(t), r.fold, r.hist, entries(t, r.log), 7)
+	st, err := fold.FoldMemory(ctxT(t), r.fold, r.hist, entries(t, r.log), 7)
 	if err != nil {
-		t.Fatalf("FoldMemory: %v", err)
+		t.Fatalf("fold.FoldMemory: %v", err)
 	}
 	out := make(map[string][]byte)
 	for k, v := range st.Dump() {
