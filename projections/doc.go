@@ -82,7 +82,8 @@
 // (in the order of the clocks that changed them), then the position. While
 // the consumer has more messages pending (a rebuild, a projector behind),
 // the changes of several batches are stored together, up to 50,000 values
-// or a second, so that a value changed by many batches is written once. With
+// or a second (Options.MaxHeld, Options.MaxHold), so that a value changed
+// by many batches is written once. With
 // a server that fsyncs, values go out as atomic batches of at most 1,000
 // messages, one fsync each; on the embedded server, which fsyncs no KV
 // stream, as plain publishes sent all at once, each landing on its own

@@ -37,9 +37,18 @@ type Options struct {
 	// changes; 100,000 when zero. Between two stores the cache keeps
 	// every value the batches in between read or changed, so while
 	// changes are held (see MaxBatch) it can grow past CacheSize by
-	// those of the held batches, until the hold ends (50,000 changed
-	// values, or a second).
+	// those of the held batches, until the hold ends (MaxHeld, MaxHold).
 	CacheSize int
+	// MaxHeld bounds the values changed and not yet stored while the log
+	// has more waiting: past it the runtime stores them, and its position
+	// (and a rebuild's progress) moves; 50,000 when zero. Lower holds
+	// less in memory and moves the position more often; higher writes a
+	// value that many batches change fewer times.
+	MaxHeld int
+	// MaxHold bounds how long changes are held while the log has more
+	// waiting, from the first batch held; 1s when zero. Readers see
+	// changes only once they are stored.
+	MaxHold time.Duration
 	// Replicas of the buckets when New creates them; 1 when zero.
 	Replicas int
 	// Timeout bounds one request to the server; 10s when zero.
@@ -64,6 +73,12 @@ func (o *Options) withDefaults() error {
 	if o.CacheSize == 0 {
 		o.CacheSize = 100_000
 	}
+	if o.MaxHeld == 0 {
+		o.MaxHeld = 50_000
+	}
+	if o.MaxHold == 0 {
+		o.MaxHold = time.Second
+	}
 	if o.Replicas == 0 {
 		o.Replicas = 1
 	}
@@ -83,6 +98,10 @@ func (o *Options) withDefaults() error {
 		return fmt.Errorf("spl/projections: options: MaxBatch: must be 1 to 100000, got %d", o.MaxBatch)
 	case o.CacheSize < 0:
 		return fmt.Errorf("spl/projections: options: CacheSize: must not be negative, got %d", o.CacheSize)
+	case o.MaxHeld < 0:
+		return fmt.Errorf("spl/projections: options: MaxHeld: must not be negative, got %d", o.MaxHeld)
+	case o.MaxHold < 0:
+		return fmt.Errorf("spl/projections: options: MaxHold: must not be negative, got %v", o.MaxHold)
 	case o.Replicas < 1 || o.Replicas > 5:
 		return fmt.Errorf("spl/projections: options: Replicas: must be 1 to 5, got %d", o.Replicas)
 	}
@@ -109,26 +128,17 @@ type Runtime struct {
 	log   *log.Log
 	fold  Fold
 	opts  Options
-	store *kvStore
-	meta  jetstream.KeyValue
-	hist  *logHistory
-	d     direct
+	store *kvStore // the models' buckets: created, purged
+	// models is the Store the fold's state loads and commits through:
+	// store, or a wrapper of it that injects faults in tests.
+	models Store
+	meta   jetstream.KeyValue
+	hist   *logHistory
+	d      direct
 
 	sessions atomic.Uint64 // numbers the leases this runtime takes
 	position atomic.Uint64 // the last stored position this runtime wrote or read
-
-	// crashAfterModels, set by tests, makes a commit stop after the
-	// models and before the position, as a crash would.
-	crashAfterModels bool
-	// maxHeld and maxHold bound the changes held before storing them:
-	// values changed, and time (defaultMaxHeld, defaultMaxHold; tests
-	// change them).
-	maxHeld int
-	maxHold time.Duration
 }
-
-// errCrash is what a commit returns with crashAfterModels set.
-var errCrash = errors.New("simulated crash after storing the models")
 
 // New returns a runtime for f on l, creating its buckets when missing.
 func New(ctx context.Context, l *log.Log, f Fold, opts Options) (*Runtime, error) {
@@ -138,11 +148,10 @@ func New(ctx context.Context, l *log.Log, f Fold, opts Options) (*Runtime, error
 	d := direct{log: l, timeout: opts.Timeout}
 	r := &Runtime{
 		log: l, fold: f, opts: opts, d: d,
-		store:   &kvStore{js: l.JetStream(), nc: l.Conn(), d: d, stream: l.StreamName(), replicas: opts.Replicas},
-		hist:    &logHistory{d: d, stream: l.StreamName()},
-		maxHeld: defaultMaxHeld,
-		maxHold: defaultMaxHold,
+		store: &kvStore{js: l.JetStream(), nc: l.Conn(), d: d, stream: l.StreamName(), replicas: opts.Replicas},
+		hist:  &logHistory{d: d, stream: l.StreamName()},
 	}
+	r.models = r.store
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	for _, m := range f.Models() {
@@ -430,9 +439,6 @@ func (r *Runtime) lead(ctx context.Context, ls *lease, done func(position) bool,
 			return ctx.Err()
 		}
 		r.opts.Logf("spl/projections: %s: %v (starting again from the stored position)", r.Name(), err)
-		if errors.Is(err, errCrash) {
-			return err
-		}
 		if time.Since(start) > time.Minute {
 			attempt = 0 // it ran well for a while: not the same failure
 		}
@@ -469,7 +475,7 @@ func (r *Runtime) follow(ctx context.Context, ls *lease, done func(position) boo
 			pos.Reset = true
 		}
 	}
-	st := fold.NewState(r.fold, r.store, r.hist, r.opts.CacheSize)
+	st := fold.NewState(r.fold, r.models, r.hist, r.opts.CacheSize)
 	if pos.Reset {
 		for _, m := range r.fold.Models() {
 			if err := r.store.purge(ctx, m); err != nil {
@@ -549,7 +555,7 @@ func (r *Runtime) follow(ctx context.Context, ls *lease, done func(position) boo
 				heldSince = time.Now()
 			}
 			held = b.last
-			if b.pending == 0 || st.Held() >= r.maxHeld || time.Since(heldSince) >= r.maxHold ||
+			if b.pending == 0 || st.Held() >= r.opts.MaxHeld || time.Since(heldSince) >= r.opts.MaxHold ||
 				(done != nil && done(pos.after(held))) {
 				if err := store(); err != nil {
 					return false, err
@@ -581,14 +587,6 @@ func (r *Runtime) follow(ctx context.Context, ls *lease, done func(position) boo
 		}
 	}
 }
-
-// Bounds on the changes a projector holds before storing them, when the
-// log has more waiting: values changed, and time since the first batch
-// held. Past them it stores, and its position moves.
-const (
-	defaultMaxHeld = 50_000
-	defaultMaxHold = time.Second
-)
 
 // maxBatchBytes bounds the messages of one batch, and those the consumer
 // holds.
@@ -659,14 +657,11 @@ func (r *Runtime) save(ctx context.Context, st *fold.State, ls *lease, pos posit
 	if !ls.valid() {
 		return pos, rev, fmt.Errorf("lease not renewed in time: %w", ErrConflict)
 	}
-	revs, err := r.store.Commit(ctx, ws)
+	revs, err := r.models.Commit(ctx, ws)
 	if err != nil {
 		return pos, rev, err
 	}
 	st.Committed(ws, revs)
-	if r.crashAfterModels {
-		return pos, rev, errCrash
-	}
 	pos = pos.after(last)
 	if rev, err = r.writePosition(ctx, pos, rev, ls.holder); err != nil {
 		return pos, rev, err
