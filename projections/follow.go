@@ -183,7 +183,7 @@ func (f *follower) batch(ctx context.Context, b decodedBatch) error {
 		return err
 	}
 	if f.held == 0 {
-		f.heldSince = time.Now()
+		f.heldSince = f.r.opts.Now()
 	}
 	f.held = b.last
 	if f.hold(b.pending) {
@@ -209,7 +209,7 @@ func (f *follower) absorb(ctx context.Context, b decodedBatch) error {
 // held.
 func (f *follower) hold(pending uint64) bool {
 	o := &f.r.opts
-	return pending > 0 && f.st.Held() < o.MaxHeld && time.Since(f.heldSince) < o.MaxHold &&
+	return pending > 0 && f.st.Held() < o.MaxHeld && o.Now().Sub(f.heldSince) < o.MaxHold &&
 		(f.done == nil || !f.done(f.pos.after(f.held)))
 }
 

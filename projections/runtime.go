@@ -50,7 +50,13 @@ type Options struct {
 	Replicas int
 	// Timeout bounds one request to the server; 10s when zero.
 	Timeout time.Duration
-	// Now is the wall clock, for lease hints and status; time.Now when nil.
+	// Now is the runtime's clock, and the only one it reads: lease
+	// renewals, hints and expiry, how long changes are held (MaxHold),
+	// positions and status, how long a wait lasted. time.Now when nil,
+	// whose readings carry the monotonic clock, so that the durations
+	// measured between two of them do not jump with the wall clock. The
+	// runtime's timers (renewals every LeaseTTL/3, idle ticks, retries)
+	// are the time package's: they pace the work, and read no time.
 	Now func() time.Time
 	// Logf reports errors the runtime retries; silent when nil.
 	Logf func(format string, args ...any)
@@ -419,7 +425,7 @@ func (r *Runtime) lead(ctx context.Context, ls *lease, done func(position) bool,
 	defer renewer.Wait()
 	defer cancel(nil)
 	for attempt := 0; ; attempt++ {
-		start := time.Now()
+		start := r.opts.Now()
 		handed, err := r.follow(ctx, ls, done, progress)
 		switch {
 		case err == nil:
@@ -436,7 +442,7 @@ func (r *Runtime) lead(ctx context.Context, ls *lease, done func(position) bool,
 			return ctx.Err()
 		}
 		r.opts.Logf("spl/projections: %s: %v (starting again from the stored position)", r.Name(), err)
-		if time.Since(start) > time.Minute {
+		if r.opts.Now().Sub(start) > time.Minute {
 			attempt = 0 // it ran well for a while: not the same failure
 		}
 		select {
