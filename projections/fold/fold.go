@@ -18,6 +18,7 @@ type Key struct {
 	Key   string // a KV key: [-/_=.a-zA-Z0-9]+, not starting or ending with '.'
 }
 
+// String returns "model/key".
 func (k Key) String() string { return k.Model + "/" + k.Key }
 
 // Value is one value of a read model as a fold holds it. It is stored as
