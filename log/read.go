@@ -50,12 +50,9 @@ func prevClockOf(m stored) uint64 {
 }
 
 // Entry is a record as stored: its clock (the stream sequence), its id,
-// and the record itself, verified.
-type Entry struct {
-	Clock  uint64
-	ID     records.ID
-	Record *records.Record
-}
+// and the record itself, verified. It is records.Entry, which the pure
+// fold of package projections/fold takes without importing log.
+type Entry = records.Entry
 
 // getRequest is the JSON body of a direct get.
 type getRequest = natsio.GetRequest

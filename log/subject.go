@@ -1,7 +1,6 @@
 package log
 
 import (
-	"encoding/base64"
 	"strings"
 
 	"github.com/spl-dev/spl/records"
@@ -12,40 +11,11 @@ const SubjectPrefix = "spl.rec"
 
 // ThreadToken maps a thread to its subject token: the thread itself when it
 // matches ^[A-Za-z0-9_-]{1,64}$, else "~" followed by the unpadded base64url
-// of the thread's bytes.
-func ThreadToken(thread string) string {
-	if plainToken(thread) {
-		return thread
-	}
-	return "~" + base64.RawURLEncoding.EncodeToString([]byte(thread))
-}
+// of the thread's bytes. It is records.ThreadToken.
+func ThreadToken(thread string) string { return records.ThreadToken(thread) }
 
-func plainToken(s string) bool {
-	if len(s) < 1 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// ThreadFromToken inverts ThreadToken.
-func ThreadFromToken(tok string) (string, bool) {
-	if rest, ok := strings.CutPrefix(tok, "~"); ok {
-		b, err := base64.RawURLEncoding.DecodeString(rest)
-		if err != nil {
-			return "", false
-		}
-		return string(b), true
-	}
-	return tok, plainToken(tok)
-}
+// ThreadFromToken inverts ThreadToken. It is records.ThreadFromToken.
+func ThreadFromToken(tok string) (string, bool) { return records.ThreadFromToken(tok) }
 
 // RecordSubject is the subject a record of kind on thread is stored under:
 // spl.rec.<thread-token>.<kind>, the kind's dots becoming subject tokens.

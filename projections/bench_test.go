@@ -2,7 +2,6 @@ package projections
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"testing"
@@ -11,95 +10,6 @@ import (
 	"github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 )
-
-// synthetic fills es with the records at clocks from+1 …: threads
-// round-robin, one in ten a checkpoint, each chained on the previous record
-// of its thread. Ids are the clock in the first bytes: the fold never
-// recomputes an id, so the records need no hashing.
-type synthetic struct {
-	threads []string
-	heads   []records.ID
-	step    []byte
-	cp      []byte
-	recs    []records.Record
-}
-
-func newSynthetic(b testing.TB, threads, batch int) *synthetic {
-	s := &synthetic{heads: make([]records.ID, threads), recs: make([]records.Record, batch)}
-	for i := range threads {
-		s.threads = append(s.threads, fmt.Sprintf("th_%06d", i))
-	}
-	cp, err := records.New(records.ActLearn, records.KindCheckpoint, "x", actor, time.UnixMilli(1), &records.Checkpoint{
-		Summary: "Compared pgvector, Qdrant and LanceDB; pgvector with HNSW met the latency target.", Learnings: []string{"l"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	step, err := records.New(records.ActDo, "agent.step", "x", actor, time.UnixMilli(1), map[string]any{"tool": "go test", "n": 3})
-	if err != nil {
-		b.Fatal(err)
-	}
-	s.cp, s.step = cp.Body, step.Body
-	return s
-}
-
-func (s *synthetic) fill(es []log.Entry, from uint64) {
-	for i := range es {
-		c := from + uint64(i) + 1
-		t := int(c % uint64(len(s.threads)))
-		r := &s.recs[i]
-		*r = records.Record{Header: records.Header{
-			V: 1, Act: records.ActDo, Kind: "agent.step", Thread: s.threads[t], Actor: actor,
-			TS: 1_700_000_000_000 + int64(c), Prev: s.heads[t],
-		}, Body: s.step}
-		if c%10 == 0 {
-			r.Header.Act, r.Header.Kind, r.Body = records.ActLearn, records.KindCheckpoint, s.cp
-		}
-		var id records.ID
-		binary.BigEndian.PutUint64(id[:], c)
-		s.heads[t] = id
-		es[i] = log.Entry{Clock: c, ID: id, Record: r}
-	}
-}
-
-// BenchmarkFold folds 1,000,000 records (1,000 threads, one in ten a
-// checkpoint) in memory, in batches of 1,000 as the runtime does: apply,
-// encode the changed values (coalesced per batch), store in a
-// MemoryStore. No record decoding: that is the log's, measured end to end
-// by BenchmarkRuntimeApply.
-func BenchmarkFold(b *testing.B) {
-	const total, batch = 1_000_000, 1000
-	ctx := context.Background()
-	b.ReportAllocs()
-	var elapsed time.Duration
-	for b.Loop() {
-		b.StopTimer()
-		syn := newSynthetic(b, 1000, batch)
-		st := NewMemoryStore()
-		s := newState(Index(), st, &MemoryLog{}, 0)
-		s.empty = true
-		es := make([]log.Entry, batch)
-		b.StartTimer()
-		start := time.Now()
-		for from := uint64(0); from < total; from += batch {
-			syn.fill(es, from)
-			if err := s.apply(ctx, es); err != nil {
-				b.Fatal(err)
-			}
-			ws, err := s.changes()
-			if err != nil {
-				b.Fatal(err)
-			}
-			revs, err := st.Commit(ctx, ws)
-			if err != nil {
-				b.Fatal(err)
-			}
-			s.committed(ws, revs)
-			s.base = from + batch
-		}
-		elapsed += time.Since(start)
-	}
-	b.ReportMetric(float64(total*b.N)/elapsed.Seconds(), "records/s")
-}
 
 // BenchmarkRuntimeApply applies a log of 100,000 records (1,000 threads,
 // one in ten a checkpoint) end to end: consumer, decoding and verifying
@@ -161,7 +71,7 @@ func BenchmarkThreads(b *testing.B) {
 			Kinds:  map[string]uint64{"agent.step": 9, records.KindCheckpoint: 3},
 			Actors: map[string]uint64{actor: 12}, AsOf: uint64(10*i + 9),
 		}
-		ws = append(ws, Write{Key: Key{ModelThreads, ThreadKey(th.Thread)}, Data: mustJSON(b, th)})
+		ws = append(ws, Write{Key: Key{Model: ModelThreads, Key: ThreadKey(th.Thread)}, Data: mustJSON(b, th)})
 		if len(ws) == maxAtomic || i == n-1 {
 			if _, err := r.store.Commit(ctx, ws); err != nil {
 				b.Fatal(err)

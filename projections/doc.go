@@ -1,9 +1,11 @@
 // Package projections folds the log into read models that any process can
 // read: the thread index, the latest checkpoint of each thread, the erased
-// records. A projection is a pure fold (Fold: an entry in, changes to the
-// read models out) and a runtime at the edge (Runtime) that consumes the
-// log from a stored position, folds, and stores models and position in
-// JetStream KV buckets, replicated with the stream.
+// records. A projection is a pure fold (package fold: an entry in, changes
+// to the read models out, no I/O, no clock) and a runtime at the edge
+// (Runtime, here) that consumes the log from a stored position, folds, and
+// stores models and position in JetStream KV buckets, replicated with the
+// stream. The names of package fold that callers of this package use
+// (Fold, Thread, Checkpoint, Index, …) are aliased here.
 //
 //	r, err := projections.New(ctx, l, projections.Index(), projections.Options{})
 //	go r.Run(ctx)                        // apply while holding the lease; stand by otherwise
@@ -37,7 +39,7 @@
 //
 // A log on another stream than log.DefaultStream has buckets named
 // spl_proj_<stream>_<model> (BucketName). ThreadKey is the thread's subject
-// token (log.ThreadToken), with a leading "=" for the "~" of a thread that
+// token (records.ThreadToken), with a leading "=" for the "~" of a thread that
 // is not a plain token: KV keys allow [-/_=.a-zA-Z0-9] only.
 //
 // # Idempotence
@@ -53,33 +55,12 @@
 //
 // # Erasure
 //
-// A core.erasure record (act FORGET) removes its targets from every model:
-//
-//   - each target is listed in the erased model, the first erasure that
-//     names it winning; a target named again, or never in the log, changes
-//     nothing else (a target never in the log is still listed: the erased
-//     model is what explains the missing record to a reader);
-//   - the thread's counts go down by the targets it counted; when the first
-//     record goes, the first becomes the oldest record after it that is not
-//     erased; when the last goes (an erasure on another thread), the last
-//     becomes the newest before it; a thread left with no record is removed;
-//   - when the latest checkpoint goes, the newest earlier checkpoint not
-//     erased takes its place (or the thread has none).
-//
-// The log deletes erased records right after it appends the erasure, so a
-// projector that lags behind, and every rebuild, may never see a target.
-// The fold gives the same models either way: a record whose prev is not the
-// last record the fold saw on its thread (looking through records already
-// erased) opens a gap in the thread's value, and a target is taken off the
-// counts only if it is at or before the thread's last record and outside
-// every gap. A gap closes when the chain through it is all erased records.
-// An erasure rewrites the values of every thread it names as of its clock,
-// counted or not. The fallbacks (the first, the last, the previous
-// checkpoint) read the log before the erasure, at the edge, through
-// History: one last-by-subject get per step, or a page of the thread; the
-// targets carry their clocks, so no scan is needed (a target without its
-// clock, which spl's log never writes, is looked for on its thread and
-// kind).
+// A core.erasure record (act FORGET) removes its targets from every model;
+// the rules, and how the fold gives the same models whether or not it saw
+// the targets before the log deleted them, are in package fold's doc. The
+// fallbacks an erasure needs (the first, the last, the previous
+// checkpoint) read the log before the erasure at the edge, through
+// History: one last-by-subject get per step, or a page of the thread.
 //
 // Retention policy records (core.retention) are records like any other;
 // retention itself appends erasures.
@@ -101,7 +82,8 @@
 // (in the order of the clocks that changed them), then the position. While
 // the consumer has more messages pending (a rebuild, a projector behind),
 // the changes of several batches are stored together, up to 50,000 values
-// or a second, so that a value changed by many batches is written once. With
+// or a second (Options.MaxHeld, Options.MaxHold), so that a value changed
+// by many batches is written once. With
 // a server that fsyncs, values go out as atomic batches of at most 1,000
 // messages, one fsync each; on the embedded server, which fsyncs no KV
 // stream, as plain publishes sent all at once, each landing on its own

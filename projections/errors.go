@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/spl-dev/spl/projections/fold"
 )
 
 // Sentinel errors of the package.
@@ -11,8 +13,8 @@ var (
 	// ErrConflict reports a write that found its key, or the position, at
 	// another revision than expected: another projector wrote meanwhile.
 	// The runtime drops what it holds and starts again from the stored
-	// position.
-	ErrConflict = errors.New("spl/projections: conflicting write")
+	// position. It is fold.ErrConflict, which a Store's Commit wraps.
+	ErrConflict = fold.ErrConflict
 	// ErrBehind reports that a projection did not reach a clock in time.
 	// It is wrapped by a *BehindError.
 	ErrBehind = errors.New("spl/projections: projection behind")

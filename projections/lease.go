@@ -33,11 +33,11 @@ type lease struct {
 	key    string
 	holder string
 	ttl    time.Duration
-	now    func() time.Time
+	now    func() time.Time // the runtime's clock (Options.Now)
 
 	mu      sync.Mutex // guards the fields below: a renewer runs beside the projector
 	rev     uint64     // revision of the lease while held
-	renewed time.Time  // local time of the last renewal while held
+	renewed time.Time  // when it was last renewed while held, by now
 	handoff string     // who asked for the lease while held
 
 	seenRev uint64    // another holder's lease revision, and
@@ -81,10 +81,10 @@ func (l *lease) live(v leaseValue, rev uint64) bool {
 		return false
 	}
 	if rev != l.seenRev {
-		l.seenRev, l.seenAt = rev, time.Now()
+		l.seenRev, l.seenAt = rev, l.now()
 		return true
 	}
-	return time.Since(l.seenAt) <= ttl
+	return l.now().Sub(l.seenAt) <= ttl
 }
 
 // acquire takes the lease if it is free, expired or handed to this
@@ -109,7 +109,7 @@ func (l *lease) acquire(ctx context.Context) (bool, leaseValue, error) {
 		return false, v, fmt.Errorf("acquire lease: %w", err)
 	}
 	l.mu.Lock()
-	l.rev, l.renewed, l.handoff = rev, time.Now(), ""
+	l.rev, l.renewed, l.handoff = rev, l.now(), ""
 	l.mu.Unlock()
 	return true, leaseValue{Holder: l.holder}, nil
 }
@@ -130,7 +130,7 @@ func (l *lease) renew(ctx context.Context) error {
 		rev, err := l.kv.Update(ctx, l.key, l.value(handoff), held)
 		if err == nil {
 			l.mu.Lock()
-			l.rev, l.renewed = rev, time.Now()
+			l.rev, l.renewed = rev, l.now()
 			l.mu.Unlock()
 			return nil
 		}
@@ -187,7 +187,7 @@ func (l *lease) asked() string {
 func (l *lease) valid() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.rev != 0 && time.Since(l.renewed) < l.ttl*2/3
+	return l.rev != 0 && l.now().Sub(l.renewed) < l.ttl*2/3
 }
 
 // grant hands the held lease to the process that asked for it.

@@ -152,7 +152,7 @@ func TestThreadsStopsEarly(t *testing.T) {
 	for i := range 3000 {
 		th := &Thread{Thread: fmt.Sprintf("th_%05d", i), Records: 1, First: uint64(i + 1), Last: uint64(i + 1), LastTS: int64(i), AsOf: uint64(i + 1),
 			Kinds: map[string]uint64{"k": 1}, Actors: map[string]uint64{actor: 1}}
-		ws = append(ws, Write{Key: Key{ModelThreads, ThreadKey(th.Thread)}, Data: mustJSON(t, th)})
+		ws = append(ws, Write{Key: Key{Model: ModelThreads, Key: ThreadKey(th.Thread)}, Data: mustJSON(t, th)})
 	}
 	if _, err := st.Commit(ctxT(t), ws); err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ func TestKVCommitExpectsRevisions(t *testing.T) {
 	r := newRuntime(t, l, Options{})
 	st := &kvStore{js: connOf(l).JS, nc: connOf(l).NC, d: r.d, stream: l.StreamName(), replicas: 1}
 	ctx := ctxT(t)
-	key := func(i int) Key { return Key{ModelThreads, fmt.Sprintf("k%d", i)} }
+	key := func(i int) Key { return Key{Model: ModelThreads, Key: fmt.Sprintf("k%d", i)} }
 	var ws []Write
 	for i := range 50 {
 		ws = append(ws, Write{Key: key(i), Data: []byte(fmt.Sprintf(`{"v":%d}`, i))})
@@ -247,7 +247,7 @@ func TestEnsureShrinksBucketDuplicateWindow(t *testing.T) {
 	r := newRuntime(t, l, Options{})
 	st := &kvStore{js: connOf(l).JS, nc: connOf(l).NC, d: r.d, stream: l.StreamName(), replicas: 1}
 	ctx := ctxT(t)
-	key := Key{ModelThreads, "k"}
+	key := Key{Model: ModelThreads, Key: "k"}
 	revs, err := st.Commit(ctx, []Write{{Key: key, Data: []byte(`{"v":1}`)}})
 	if err != nil {
 		t.Fatal(err)

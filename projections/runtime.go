@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/log"
-	"github.com/spl-dev/spl/records"
 )
 
 // Options configures a Runtime. The zero value is usable.
@@ -37,14 +35,29 @@ type Options struct {
 	// changes; 100,000 when zero. Between two stores the cache keeps
 	// every value the batches in between read or changed, so while
 	// changes are held (see MaxBatch) it can grow past CacheSize by
-	// those of the held batches, until the hold ends (50,000 changed
-	// values, or a second).
+	// those of the held batches, until the hold ends (MaxHeld, MaxHold).
 	CacheSize int
+	// MaxHeld bounds the values changed and not yet stored while the log
+	// has more waiting: past it the runtime stores them, and its position
+	// (and a rebuild's progress) moves; 50,000 when zero. Lower holds
+	// less in memory and moves the position more often; higher writes a
+	// value that many batches change fewer times.
+	MaxHeld int
+	// MaxHold bounds how long changes are held while the log has more
+	// waiting, from the first batch held; 1s when zero. Readers see
+	// changes only once they are stored.
+	MaxHold time.Duration
 	// Replicas of the buckets when New creates them; 1 when zero.
 	Replicas int
 	// Timeout bounds one request to the server; 10s when zero.
 	Timeout time.Duration
-	// Now is the wall clock, for lease hints and status; time.Now when nil.
+	// Now is the runtime's clock, and the only one it reads: lease
+	// renewals, hints and expiry, how long changes are held (MaxHold),
+	// positions and status, how long a wait lasted. time.Now when nil,
+	// whose readings carry the monotonic clock, so that the durations
+	// measured between two of them do not jump with the wall clock. The
+	// runtime's timers (renewals every LeaseTTL/3, idle ticks, retries)
+	// are the time package's: they pace the work, and read no time.
 	Now func() time.Time
 	// Logf reports errors the runtime retries; silent when nil.
 	Logf func(format string, args ...any)
@@ -63,6 +76,12 @@ func (o *Options) withDefaults() error {
 	}
 	if o.CacheSize == 0 {
 		o.CacheSize = 100_000
+	}
+	if o.MaxHeld == 0 {
+		o.MaxHeld = 50_000
+	}
+	if o.MaxHold == 0 {
+		o.MaxHold = time.Second
 	}
 	if o.Replicas == 0 {
 		o.Replicas = 1
@@ -83,6 +102,10 @@ func (o *Options) withDefaults() error {
 		return fmt.Errorf("spl/projections: options: MaxBatch: must be 1 to 100000, got %d", o.MaxBatch)
 	case o.CacheSize < 0:
 		return fmt.Errorf("spl/projections: options: CacheSize: must not be negative, got %d", o.CacheSize)
+	case o.MaxHeld < 0:
+		return fmt.Errorf("spl/projections: options: MaxHeld: must not be negative, got %d", o.MaxHeld)
+	case o.MaxHold < 0:
+		return fmt.Errorf("spl/projections: options: MaxHold: must not be negative, got %v", o.MaxHold)
 	case o.Replicas < 1 || o.Replicas > 5:
 		return fmt.Errorf("spl/projections: options: Replicas: must be 1 to 5, got %d", o.Replicas)
 	}
@@ -110,47 +133,37 @@ type Runtime struct {
 	conn  *natsio.Conn // l's connection: the buckets, the consumer
 	fold  Fold
 	opts  Options
-	store *kvStore
-	meta  jetstream.KeyValue
-	hist  *logHistory
-	d     direct
+	store *kvStore // the models' buckets: created, purged
+	// models is the Store the fold's state loads and commits through:
+	// store, or a wrapper of it that injects faults in tests.
+	models Store
+	meta   jetstream.KeyValue
+	hist   *logHistory
+	d      direct
 
 	sessions atomic.Uint64 // numbers the leases this runtime takes
 	position atomic.Uint64 // the last stored position this runtime wrote or read
-
-	// crashAfterModels, set by tests, makes a commit stop after the
-	// models and before the position, as a crash would.
-	crashAfterModels bool
-	// maxHeld and maxHold bound the changes held before storing them:
-	// values changed, and time (defaultMaxHeld, defaultMaxHold; tests
-	// change them).
-	maxHeld int
-	maxHold time.Duration
 }
 
-// errCrash is what a commit returns with crashAfterModels set.
-var errCrash = errors.New("simulated crash after storing the models")
-
-// New returns a runtime for fold on l, creating its buckets when missing.
+// New returns a runtime for f on l, creating its buckets when missing.
 // c is the connection l is open on: the read models live in KV buckets
 // beside the log's stream, on the same server.
-func New(ctx context.Context, c *natsio.Conn, l *log.Log, fold Fold, opts Options) (*Runtime, error) {
+func New(ctx context.Context, c *natsio.Conn, l *log.Log, f Fold, opts Options) (*Runtime, error) {
 	if err := opts.withDefaults(); err != nil {
 		return nil, err
 	}
 	d := direct{c: c, timeout: opts.Timeout}
 	r := &Runtime{
-		log: l, conn: c, fold: fold, opts: opts, d: d,
-		store:   &kvStore{js: c.JS, nc: c.NC, d: d, stream: l.StreamName(), replicas: opts.Replicas},
-		hist:    &logHistory{d: d, stream: l.StreamName()},
-		maxHeld: defaultMaxHeld,
-		maxHold: defaultMaxHold,
+		log: l, conn: c, fold: f, opts: opts, d: d,
+		store: &kvStore{js: c.JS, nc: c.NC, d: d, stream: l.StreamName(), replicas: opts.Replicas},
+		hist:  &logHistory{d: d, stream: l.StreamName()},
 	}
+	r.models = r.store
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	for _, m := range fold.Models() {
+	for _, m := range f.Models() {
 		if err := r.store.ensure(ctx, m); err != nil {
-			return nil, fmt.Errorf("spl/projections: %s: %w", fold.Name(), err)
+			return nil, fmt.Errorf("spl/projections: %s: %w", f.Name(), err)
 		}
 	}
 	name := BucketName(l.StreamName(), MetaModel)
@@ -416,7 +429,7 @@ func (r *Runtime) lead(ctx context.Context, ls *lease, done func(position) bool,
 	defer renewer.Wait()
 	defer cancel(nil)
 	for attempt := 0; ; attempt++ {
-		start := time.Now()
+		start := r.opts.Now()
 		handed, err := r.follow(ctx, ls, done, progress)
 		switch {
 		case err == nil:
@@ -433,10 +446,7 @@ func (r *Runtime) lead(ctx context.Context, ls *lease, done func(position) bool,
 			return ctx.Err()
 		}
 		r.opts.Logf("spl/projections: %s: %v (starting again from the stored position)", r.Name(), err)
-		if errors.Is(err, errCrash) {
-			return err
-		}
-		if time.Since(start) > time.Minute {
+		if r.opts.Now().Sub(start) > time.Minute {
 			attempt = 0 // it ran well for a while: not the same failure
 		}
 		select {
@@ -444,317 +454,4 @@ func (r *Runtime) lead(ctx context.Context, ls *lease, done func(position) bool,
 		case <-time.After(min(time.Duration(attempt+1)*50*time.Millisecond, 2*time.Second)):
 		}
 	}
-}
-
-// idleTick is how often an idle projector looks for work beyond messages:
-// a handover asked for, a log whose last messages were deleted.
-const idleTick = 100 * time.Millisecond
-
-// follow consumes the log from the stored position and applies it, batch
-// by batch. It returns handed true when another process asked for the
-// lease, with the lease still to grant.
-func (r *Runtime) follow(ctx context.Context, ls *lease, done func(position) bool, progress func(position)) (handed bool, err error) {
-	pos, rev, err := r.readPosition(ctx)
-	if err != nil {
-		return false, err
-	}
-	if !pos.Reset && pos.Clock > 0 {
-		last, err := r.log.LastClock(ctx)
-		if err != nil {
-			return false, fmt.Errorf("end of the log: %w", err)
-		}
-		if pos.Clock > last {
-			// The read models are ahead of their log: the log lost its
-			// tail (on the embedded log, a power loss before the writer's
-			// fsync; KV is written without one) or was replaced. They may
-			// hold what the log no longer has: rebuild them.
-			r.opts.Logf("spl/projections: %s: position %d is past the end of the log (%d); rebuilding", r.Name(), pos.Clock, last)
-			pos.Reset = true
-		}
-	}
-	st := newState(r.fold, r.store, r.hist, r.opts.CacheSize)
-	if pos.Reset {
-		for _, m := range r.fold.Models() {
-			if err := r.store.purge(ctx, m); err != nil {
-				return false, err
-			}
-		}
-		pos.Reset, pos.Clock, pos.Corrupt, pos.LastCorrupt = false, 0, 0, 0
-		if rev, err = r.writePosition(ctx, pos, rev, ls.holder); err != nil {
-			return false, err
-		}
-		st.empty = true
-	}
-	st.base = pos.Clock
-	if done != nil && done(pos) {
-		return false, nil
-	}
-	fctx, fcancel := context.WithCancel(ctx)
-	defer fcancel()
-	cons, err := r.conn.JS.OrderedConsumer(fctx, r.log.StreamName(), jetstream.OrderedConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:   pos.Clock + 1,
-	})
-	if err != nil {
-		return false, fmt.Errorf("consumer: %w", err)
-	}
-	msgs := make(chan jetstream.Msg, min(r.opts.MaxBatch, 4096))
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		select {
-		case msgs <- m:
-		case <-fctx.Done():
-		}
-	}, jetstream.PullMaxMessagesWithBytesLimit(min(r.opts.MaxBatch, 4096), maxBatchBytes))
-	if err != nil {
-		return false, fmt.Errorf("consume: %w", err)
-	}
-	defer cc.Stop()
-	// Decoding (verifying every message) runs beside applying and
-	// storing: the next batch is decoded while the last one is stored.
-	decoded := make(chan decodedBatch, 1)
-	go r.decodeLoop(fctx, msgs, decoded)
-	tick := time.NewTimer(idleTick)
-	defer tick.Stop()
-	idle := 0
-	// Batches applied but not yet stored: while the log has more waiting,
-	// the changes of several batches are stored together, so that a value
-	// changed by many of them is written once (a rebuild, a projector far
-	// behind). held is the clock they reach, 0 when nothing is held.
-	var held uint64
-	var heldSince time.Time
-	store := func() error {
-		if held == 0 {
-			return nil
-		}
-		last := held
-		held = 0
-		if pos, rev, err = r.save(ctx, st, ls, pos, rev, last); err != nil {
-			return err
-		}
-		if progress != nil {
-			progress(pos)
-		}
-		return nil
-	}
-	for {
-		tick.Reset(idleTick)
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case b := <-decoded:
-			if b.err != nil {
-				return false, b.err
-			}
-			if err := r.absorb(ctx, st, b, &pos); err != nil {
-				return false, err
-			}
-			if held == 0 {
-				heldSince = time.Now()
-			}
-			held = b.last
-			if b.pending == 0 || len(st.dirty) >= r.maxHeld || time.Since(heldSince) >= r.maxHold ||
-				(done != nil && done(pos.after(held))) {
-				if err := store(); err != nil {
-					return false, err
-				}
-			}
-		case <-tick.C:
-			if err := store(); err != nil {
-				return false, err
-			}
-			// Idle: messages deleted at the end of the log are passed
-			// over, so that a wait for their clocks ends. (The log never
-			// deletes its last message itself: an erasure comes after
-			// the records it deletes.) A catch-up looks at once, a
-			// projector that runs every second.
-			if idle++; done != nil || idle%10 == 0 {
-				if pos, rev, err = r.passDeleted(ctx, pos, rev, ls); err != nil {
-					return false, err
-				}
-			}
-		}
-		if done != nil && done(pos) {
-			return false, nil
-		}
-		if ls.asked() != "" {
-			if err := store(); err != nil {
-				return false, err
-			}
-			return true, nil
-		}
-	}
-}
-
-// Bounds on the changes a projector holds before storing them, when the
-// log has more waiting: values changed, and time since the first batch
-// held. Past them it stores, and its position moves.
-const (
-	defaultMaxHeld = 50_000
-	defaultMaxHold = time.Second
-)
-
-// maxBatchBytes bounds the messages of one batch, and those the consumer
-// holds.
-const maxBatchBytes = 32 << 20
-
-// decodedBatch is a batch of messages, verified.
-type decodedBatch struct {
-	entries []log.Entry
-	corrupt []uint64 // clocks of the messages that do not verify
-	last    uint64   // clock of the last message
-	pending uint64   // messages the consumer has still to deliver after it
-	err     error
-}
-
-// decodeLoop gathers the messages waiting (at most MaxBatch), decodes
-// them and hands them on, until ctx ends.
-func (r *Runtime) decodeLoop(ctx context.Context, msgs <-chan jetstream.Msg, out chan<- decodedBatch) {
-	batch := make([]jetstream.Msg, 0, r.opts.MaxBatch)
-	for {
-		batch = batch[:0]
-		select {
-		case <-ctx.Done():
-			return
-		case m := <-msgs:
-			batch = append(batch, m)
-		}
-		size := len(batch[0].Data())
-	drain:
-		for len(batch) < r.opts.MaxBatch && size < maxBatchBytes {
-			select {
-			case m := <-msgs:
-				batch = append(batch, m)
-				size += len(m.Data())
-			default:
-				break drain
-			}
-		}
-		var b decodedBatch
-		b.entries, b.corrupt, b.last, b.pending, b.err = decodeBatch(batch)
-		select {
-		case out <- b:
-		case <-ctx.Done():
-			return
-		}
-		if b.err != nil {
-			return
-		}
-	}
-}
-
-// absorb applies one batch of messages to st, and counts in pos the
-// messages that did not verify.
-func (r *Runtime) absorb(ctx context.Context, st *state, b decodedBatch, pos *position) error {
-	if len(b.corrupt) > 0 {
-		pos.Corrupt += uint64(len(b.corrupt))
-		pos.LastCorrupt = b.corrupt[len(b.corrupt)-1]
-		r.opts.Logf("spl/projections: %s: skipped %d messages that do not verify (last at clock %d)", r.Name(), len(b.corrupt), pos.LastCorrupt)
-	}
-	return st.apply(ctx, b.entries)
-}
-
-// save stores the changes st holds, then the position after clock last.
-func (r *Runtime) save(ctx context.Context, st *state, ls *lease, pos position, rev, last uint64) (position, uint64, error) {
-	ws, err := st.changes()
-	if err != nil {
-		return pos, rev, err
-	}
-	if !ls.valid() {
-		return pos, rev, fmt.Errorf("lease not renewed in time: %w", ErrConflict)
-	}
-	revs, err := r.store.Commit(ctx, ws)
-	if err != nil {
-		return pos, rev, err
-	}
-	st.committed(ws, revs)
-	if r.crashAfterModels {
-		return pos, rev, errCrash
-	}
-	pos = pos.after(last)
-	if rev, err = r.writePosition(ctx, pos, rev, ls.holder); err != nil {
-		return pos, rev, err
-	}
-	st.base = pos.Clock
-	return pos, rev, nil
-}
-
-// after returns p moved to clock: a rebuild that reached its end is done.
-func (p position) after(clock uint64) position {
-	p.Clock = clock
-	if p.RebuildTo != 0 && p.Clock >= p.RebuildTo {
-		p.RebuildTo = 0
-	}
-	return p
-}
-
-// passDeleted moves the position to the end of the log when every message
-// after it is deleted (erased records at the end of the log): the consumer
-// delivers nothing for them.
-func (r *Runtime) passDeleted(ctx context.Context, pos position, rev uint64, ls *lease) (position, uint64, error) {
-	end, err := r.log.LastClock(ctx)
-	if err != nil || end <= pos.Clock {
-		return pos, rev, err
-	}
-	ms, _, err := r.d.batch(ctx, r.log.StreamName(), getRequest{Seq: pos.Clock + 1, Batch: 1})
-	if err != nil || len(ms) > 0 {
-		return pos, rev, err // a message to come: the consumer delivers it
-	}
-	pos = pos.after(end)
-	rev, err = r.writePosition(ctx, pos, rev, ls.holder)
-	return pos, rev, err
-}
-
-// decodeBatch verifies the messages of a batch, on every core, and returns
-// the entries, the clocks of the messages that do not verify, the last
-// clock, and the messages pending after it.
-func decodeBatch(batch []jetstream.Msg) ([]log.Entry, []uint64, uint64, uint64, error) {
-	entries := make([]log.Entry, len(batch))
-	errs := make([]error, len(batch))
-	clocks := make([]uint64, len(batch))
-	var pending uint64 // after the last message
-	decode := func(i int) {
-		m := batch[i]
-		md, err := m.Metadata()
-		if err != nil {
-			errs[i] = fmt.Errorf("message metadata: %w", err)
-			return
-		}
-		clocks[i] = md.Sequence.Stream
-		if i == len(batch)-1 { // decoded by one goroutine, read after them all
-			pending = md.NumPending
-		}
-		entries[i], errs[i] = log.DecodeMessage(m.Subject(), md.Sequence.Stream, m.Headers(), m.Data())
-	}
-	workers := runtime.GOMAXPROCS(0)
-	if len(batch) < 64 || workers == 1 {
-		for i := range batch {
-			decode(i)
-		}
-	} else {
-		var wg sync.WaitGroup
-		per := (len(batch) + workers - 1) / workers
-		for w := 0; w < len(batch); w += per {
-			wg.Add(1)
-			go func(lo, hi int) {
-				defer wg.Done()
-				for i := lo; i < hi; i++ {
-					decode(i)
-				}
-			}(w, min(w+per, len(batch)))
-		}
-		wg.Wait()
-	}
-	out := entries[:0]
-	var corrupt []uint64
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			out = append(out, entries[i])
-		case errors.Is(err, records.ErrCorrupt):
-			corrupt = append(corrupt, clocks[i])
-		default:
-			return nil, nil, 0, 0, err
-		}
-	}
-	return out, corrupt, clocks[len(clocks)-1], pending, nil
 }

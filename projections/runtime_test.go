@@ -14,6 +14,7 @@ import (
 
 	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/projections/fold"
 	"github.com/spl-dev/spl/records"
 )
 
@@ -167,9 +168,9 @@ func entries(t testing.TB, l *log.Log) []log.Entry {
 // reference folds the log in memory, with the log as history.
 func reference(t testing.TB, r *Runtime) map[string][]byte {
 	t.Helper()
-	st, err := FoldMemory(ctxT(t), r.fold, r.hist, entries(t, r.log), 7)
+	st, err := fold.FoldMemory(ctxT(t), r.fold, r.hist, entries(t, r.log), 7)
 	if err != nil {
-		t.Fatalf("FoldMemory: %v", err)
+		t.Fatalf("fold.FoldMemory: %v", err)
 	}
 	out := make(map[string][]byte)
 	for k, v := range st.Dump() {
@@ -259,8 +260,7 @@ func TestCrashBeforePositionChangesNothing(t *testing.T) {
 	end, _ := l.LastClock(ctxT(t))
 
 	crashing := newRuntime(t, l, Options{})
-	crashing.crashAfterModels = true
-	if err := crashing.CatchUp(ctxT(t), end); !errors.Is(err, errCrash) {
+	if err := crashingCatchUp(t, crashing, end); !errors.Is(err, errCrash) {
 		t.Fatalf("CatchUp with a crash: err=%v, want errCrash", err)
 	}
 	if got, want := storedClock(t, r), before; got != want {
@@ -597,12 +597,11 @@ func TestRebuildIsIdenticalToLive(t *testing.T) {
 			caughtUp()
 			stop()
 			crashing := newRuntime(t, l, Options{MaxBatch: 8})
-			crashing.crashAfterModels = true
 			a.erase("research/vector db", cps["research/vector db"]...)
 			cps["research/vector db"] = nil
 			a.add("research/vector db", "agent.note", nil)
 			end, _ := l.LastClock(ctxT(t))
-			if err := crashing.CatchUp(ctxT(t), end); !errors.Is(err, errCrash) {
+			if err := crashingCatchUp(t, crashing, end); !errors.Is(err, errCrash) {
 				t.Fatalf("CatchUp with a crash: %v", err)
 			}
 			start()
@@ -620,8 +619,7 @@ func TestRebuildIsIdenticalToLive(t *testing.T) {
 
 	// Rebuild in another runtime while the first one runs: it hands the
 	// lease over and takes it back after.
-	rb := newRuntime(t, l, Options{MaxBatch: 10})
-	rb.maxHeld = 1 // a store, and progress, after every batch
+	rb := newRuntime(t, l, Options{MaxBatch: 10, MaxHeld: 1}) // a store, and progress, after every batch
 	var progress [][2]uint64
 	if err := rb.Rebuild(ctxT(t), func(done, total uint64) { progress = append(progress, [2]uint64{done, total}) }); err != nil {
 		t.Fatalf("Rebuild: %v", err)
@@ -671,8 +669,7 @@ func stepsLog(t *testing.T, n, threads int) *log.Log {
 // An interrupted rebuild is resumed by the next projector, not restarted.
 func TestRebuildResumes(t *testing.T) {
 	l := stepsLog(t, 40, 5)
-	r := newRuntime(t, l, Options{MaxBatch: 5})
-	r.maxHeld = 1 // a store, and progress, after every batch
+	r := newRuntime(t, l, Options{MaxBatch: 5, MaxHeld: 1}) // a store, and progress, after every batch
 	if err := r.CatchUp(ctxT(t), 40); err != nil {
 		t.Fatal(err)
 	}
@@ -738,8 +735,7 @@ func TestBehindStoresBatchesTogether(t *testing.T) {
 // waiting for more, while records keep coming.
 func TestCaughtUpStoresAtOnce(t *testing.T) {
 	l := openLog(t, "")
-	r := newRuntime(t, l, Options{})
-	r.maxHold = time.Hour
+	r := newRuntime(t, l, Options{MaxHold: time.Hour})
 	ctx, cancel := context.WithCancel(ctxT(t))
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(ctx) }()

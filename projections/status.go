@@ -70,7 +70,7 @@ func (r *Runtime) Wait(ctx context.Context, clock uint64) error {
 // when the wait ended, as the stored position it read then says: at least
 // clock, and every record up to it is in the read models read after.
 func (r *Runtime) WaitApplied(ctx context.Context, clock uint64) (uint64, error) {
-	start := time.Now()
+	start := r.opts.Now()
 	// Every stored position is a message on the key's subject: a wait
 	// wakes up as soon as the projector moves.
 	moved, unsub := r.notify(r.posKey())
@@ -127,5 +127,5 @@ func (r *Runtime) WaitApplied(ctx context.Context, clock uint64) (uint64, error)
 		}
 		t.Stop()
 	}
-	return 0, &BehindError{Name: r.Name(), Clock: pos.Clock, Want: clock, Holder: holder, Waited: time.Since(start), Err: ctx.Err()}
+	return 0, &BehindError{Name: r.Name(), Clock: pos.Clock, Want: clock, Holder: holder, Waited: r.opts.Now().Sub(start), Err: ctx.Err()}
 }

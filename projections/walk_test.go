@@ -21,7 +21,7 @@ func threadWrite(i int, last uint64, kind string) Write {
 	th := &Thread{Thread: fmt.Sprintf("th_%05d", i), Records: 1, First: last, Last: last, LastTS: int64(last), AsOf: last,
 		Kinds: map[string]uint64{kind: 1}, Actors: map[string]uint64{actor: 1}}
 	b, _ := json.Marshal(th) // a Thread always encodes
-	return Write{Key: Key{ModelThreads, ThreadKey(th.Thread)}, Data: b}
+	return Write{Key: Key{Model: ModelThreads, Key: ThreadKey(th.Thread)}, Data: b}
 }
 
 // threadStore returns a Reader and a store of the models of a new log,

@@ -1,4 +1,4 @@
-package projections
+package fold
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 )
 
@@ -74,14 +73,14 @@ func (m *MemoryStore) Dump() map[Key][]byte {
 // records).
 type MemoryLog struct {
 	mu      sync.Mutex
-	entries []log.Entry
+	entries []records.Entry
 	deleted map[uint64]bool
 }
 
 var _ History = (*MemoryLog)(nil)
 
 // Append adds e, whose clock must be above every clock in the log.
-func (m *MemoryLog) Append(e log.Entry) error {
+func (m *MemoryLog) Append(e records.Entry) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if n := len(m.entries); n > 0 && m.entries[n-1].Clock >= e.Clock {
@@ -102,10 +101,10 @@ func (m *MemoryLog) Delete(c uint64) {
 }
 
 // Entries returns the records that are not deleted, in clock order.
-func (m *MemoryLog) Entries() []log.Entry {
+func (m *MemoryLog) Entries() []records.Entry {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]log.Entry, 0, len(m.entries))
+	out := make([]records.Entry, 0, len(m.entries))
 	for _, e := range m.entries {
 		if !m.deleted[e.Clock] {
 			out = append(out, e)
@@ -116,7 +115,7 @@ func (m *MemoryLog) Entries() []log.Entry {
 
 // scan calls fn with the live entries with after < clock < before, in
 // order, until fn returns false.
-func (m *MemoryLog) scan(after, before uint64, fn func(log.Entry) bool) {
+func (m *MemoryLog) scan(after, before uint64, fn func(records.Entry) bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	i := sort.Search(len(m.entries), func(i int) bool { return m.entries[i].Clock > after })
@@ -130,7 +129,7 @@ func (m *MemoryLog) scan(after, before uint64, fn func(log.Entry) bool) {
 // Find implements History.
 func (m *MemoryLog) Find(_ context.Context, thread, kind string, id records.ID, after, before uint64) (uint64, error) {
 	var c uint64
-	m.scan(after, before, func(e log.Entry) bool {
+	m.scan(after, before, func(e records.Entry) bool {
 		if e.ID == id && e.Record.Header.Thread == thread && e.Record.Header.Kind == kind {
 			c = e.Clock
 			return false
@@ -141,9 +140,9 @@ func (m *MemoryLog) Find(_ context.Context, thread, kind string, id records.ID, 
 }
 
 // After implements History.
-func (m *MemoryLog) After(_ context.Context, thread string, after, before uint64, n int) ([]log.Entry, error) {
-	var out []log.Entry
-	m.scan(after, before, func(e log.Entry) bool {
+func (m *MemoryLog) After(_ context.Context, thread string, after, before uint64, n int) ([]records.Entry, error) {
+	var out []records.Entry
+	m.scan(after, before, func(e records.Entry) bool {
 		if e.Record.Header.Thread == thread {
 			out = append(out, e)
 		}
@@ -153,10 +152,10 @@ func (m *MemoryLog) After(_ context.Context, thread string, after, before uint64
 }
 
 // Before implements History.
-func (m *MemoryLog) Before(_ context.Context, thread, kind string, before uint64) (log.Entry, bool, error) {
-	var found log.Entry
+func (m *MemoryLog) Before(_ context.Context, thread, kind string, before uint64) (records.Entry, bool, error) {
+	var found records.Entry
 	ok := false
-	m.scan(0, before, func(e log.Entry) bool {
+	m.scan(0, before, func(e records.Entry) bool {
 		if e.Record.Header.Thread == thread && (kind == "" || e.Record.Header.Kind == kind) {
 			found, ok = e, true
 		}
@@ -169,15 +168,15 @@ func (m *MemoryLog) Before(_ context.Context, thread, kind string, before uint64
 // batches of batch entries, with the records of hist as the log before
 // each entry, and returns the store. It is the runtime without JetStream:
 // tests compare its result with read models built in KV.
-func FoldMemory(ctx context.Context, f Fold, hist History, entries []log.Entry, batch int) (*MemoryStore, error) {
+func FoldMemory(ctx context.Context, f Fold, hist History, entries []records.Entry, batch int) (*MemoryStore, error) {
 	st := NewMemoryStore()
-	s := newState(f, st, hist, 0)
-	s.empty = true
+	s := NewState(f, st, hist, 0)
+	s.Emptied()
 	for chunk := range slices.Chunk(entries, max(batch, 1)) {
-		if err := s.apply(ctx, chunk); err != nil {
+		if err := s.Apply(ctx, chunk); err != nil {
 			return nil, err
 		}
-		ws, err := s.changes()
+		ws, err := s.Changes()
 		if err != nil {
 			return nil, err
 		}
@@ -185,8 +184,8 @@ func FoldMemory(ctx context.Context, f Fold, hist History, entries []log.Entry, 
 		if err != nil {
 			return nil, err
 		}
-		s.committed(ws, revs)
-		s.base = chunk[len(chunk)-1].Clock
+		s.Committed(ws, revs)
+		s.SetBase(chunk[len(chunk)-1].Clock)
 	}
 	return st, nil
 }

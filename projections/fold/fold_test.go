@@ -1,4 +1,4 @@
-package projections
+package fold
 
 import (
 	"bufio"
@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 )
 
@@ -153,7 +152,7 @@ type harness struct {
 	fold   Fold
 	log    *MemoryLog
 	store  *MemoryStore
-	state  *state
+	state  *State
 	clock  uint64
 	byID   map[records.ID]string
 	byTime map[uint64]*records.Record
@@ -167,7 +166,7 @@ func newHarness(t *testing.T) *harness {
 		byID: make(map[records.ID]string), byTime: make(map[uint64]*records.Record),
 		heads: make(map[string]records.ID),
 	}
-	h.state = newState(h.fold, h.store, h.log, 0)
+	h.state = NewState(h.fold, h.store, h.log, 0)
 	return h
 }
 
@@ -176,7 +175,7 @@ func (h *harness) run(c scriptCase) string {
 	opts := options(args[1:])
 	switch args[0] {
 	case "append":
-		var entries []log.Entry
+		var entries []records.Entry
 		for _, l := range c.input {
 			h.clock++
 			if l == "-" {
@@ -211,9 +210,9 @@ func (h *harness) run(c scriptCase) string {
 	case "replay":
 		from := h.at("@" + opts["from"])
 		before := h.dump(h.store)
-		s := newState(h.fold, h.store, h.log, 0)
-		s.base = from - 1
-		var entries []log.Entry
+		s := NewState(h.fold, h.store, h.log, 0)
+		s.SetBase(from - 1)
+		var entries []records.Entry
 		for _, e := range h.log.Entries() {
 			if e.Clock >= from {
 				entries = append(entries, e)
@@ -243,11 +242,11 @@ func (h *harness) run(c scriptCase) string {
 }
 
 // commit applies entries as one batch and stores the changes.
-func (h *harness) commit(s *state, entries []log.Entry) {
-	if err := s.apply(h.ctx, entries); err != nil {
+func (h *harness) commit(s *State, entries []records.Entry) {
+	if err := s.Apply(h.ctx, entries); err != nil {
 		h.t.Fatalf("apply: %v", err)
 	}
-	ws, err := s.changes()
+	ws, err := s.Changes()
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -255,9 +254,9 @@ func (h *harness) commit(s *state, entries []log.Entry) {
 	if err != nil {
 		h.t.Fatalf("commit: %v", err)
 	}
-	s.committed(ws, revs)
+	s.Committed(ws, revs)
 	if len(entries) > 0 {
-		s.base = entries[len(entries)-1].Clock
+		s.SetBase(entries[len(entries)-1].Clock)
 	}
 }
 
@@ -270,7 +269,7 @@ func (h *harness) at(ref string) uint64 {
 }
 
 // entry builds the record of a script line at the next clock.
-func (h *harness) entry(line string) log.Entry {
+func (h *harness) entry(line string) records.Entry {
 	f := tokens(line)
 	if len(f) < 5 {
 		h.t.Fatalf("record line %q: want THREAD ACT KIND ACTOR TS [key=value ...]", line)
@@ -328,7 +327,7 @@ func (h *harness) entry(line string) log.Entry {
 	}
 	r = r.WithPrev(h.heads[thread])
 	h.heads[thread] = r.ID()
-	e := log.Entry{Clock: h.clock, ID: r.ID(), Record: r}
+	e := records.Entry{Clock: h.clock, ID: r.ID(), Record: r}
 	h.byID[e.ID] = fmt.Sprintf("@%d", h.clock)
 	h.byTime[h.clock] = r
 	return e
@@ -472,11 +471,11 @@ func TestFoldIgnoresErasureOfErasure(t *testing.T) {
 	forged.Header.TS = 1200
 	forged.Header.Prev = first.ID()
 	h.clock = 3
-	e := log.Entry{Clock: 3, ID: forged.ID(), Record: &forged}
+	e := records.Entry{Clock: 3, ID: forged.ID(), Record: &forged}
 	if err := h.log.Append(e); err != nil {
 		t.Fatal(err)
 	}
-	h.commit(h.state, []log.Entry{e})
+	h.commit(h.state, []records.Entry{e})
 	dump := h.store.Dump()
 	if v, ok := dump[Key{ModelErased, first.ID().String()}]; ok {
 		t.Fatalf("the erasure record is listed as erased: %s", v)

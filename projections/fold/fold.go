@@ -1,14 +1,14 @@
-package projections
+package fold
 
 import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
-	"github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 )
 
@@ -18,6 +18,7 @@ type Key struct {
 	Key   string // a KV key: [-/_=.a-zA-Z0-9]+, not starting or ending with '.'
 }
 
+// String returns "model/key".
 func (k Key) String() string { return k.Model + "/" + k.Key }
 
 // Value is one value of a read model as a fold holds it. It is stored as
@@ -48,11 +49,11 @@ type Fold interface {
 	// Keys calls add with the keys Apply will read for e, so that a batch
 	// loads them in one round trip. It is a hint: Apply may read others,
 	// which are then loaded one by one.
-	Keys(e log.Entry, add func(Key))
+	Keys(e records.Entry, add func(Key))
 	// Apply folds e into the read models through tx. An error drops the
 	// changes not yet stored, which are then applied again from the
 	// stored position.
-	Apply(tx *Tx, e log.Entry) error
+	Apply(tx *Tx, e records.Entry) error
 }
 
 // History is the log before an entry, for a fold that needs more than its
@@ -66,10 +67,10 @@ type History interface {
 	Find(ctx context.Context, thread, kind string, id records.ID, after, before uint64) (uint64, error)
 	// After returns up to n records of thread with after < clock < before,
 	// oldest first.
-	After(ctx context.Context, thread string, after, before uint64, n int) ([]log.Entry, error)
+	After(ctx context.Context, thread string, after, before uint64, n int) ([]records.Entry, error)
 	// Before returns the newest record of thread with clock < before, of
 	// kind (any kind when kind is ""); ok is false when there is none.
-	Before(ctx context.Context, thread, kind string, before uint64) (e log.Entry, ok bool, err error)
+	Before(ctx context.Context, thread, kind string, before uint64) (e records.Entry, ok bool, err error)
 }
 
 // Stored is a value as a Store holds it. Data is nil when the key has no
@@ -87,6 +88,11 @@ type Write struct {
 	Expect uint64
 }
 
+// ErrConflict reports a write that found its key, or the position, at
+// another revision than expected: another projector wrote meanwhile. The
+// runtime drops what it holds and starts again from the stored position.
+var ErrConflict = errors.New("spl/projections: conflicting write")
+
 // Store holds read models: JetStream KV buckets in the runtime, memory in
 // tests.
 type Store interface {
@@ -101,11 +107,11 @@ type Store interface {
 
 // Tx is what Fold.Apply reads and changes for one entry: the read models
 // as the entries before it left them, and the log before it. Changes stay
-// in memory until the runtime stores them, with those of the other
-// batches it holds (Options.MaxBatch).
+// in memory (in the State) until the runtime stores them, with those of
+// the other batches it holds.
 type Tx struct {
 	ctx   context.Context
-	s     *state
+	s     *State
 	clock uint64
 	err   error // of a Put that had to load
 }
@@ -143,16 +149,16 @@ func (tx *Tx) Find(thread, kind string, id records.ID, after uint64) (uint64, er
 }
 
 // After is History.After before the entry.
-func (tx *Tx) After(thread string, after uint64, n int) ([]log.Entry, error) {
+func (tx *Tx) After(thread string, after uint64, n int) ([]records.Entry, error) {
 	return tx.s.hist.After(tx.ctx, thread, after, tx.clock, n)
 }
 
 // Before is History.Before, bounded by the entry as well as by before.
-func (tx *Tx) Before(thread, kind string, before uint64) (log.Entry, bool, error) {
+func (tx *Tx) Before(thread, kind string, before uint64) (records.Entry, bool, error) {
 	return tx.s.hist.Before(tx.ctx, thread, kind, min(before, tx.clock))
 }
 
-// slot is a value in the cache of a state.
+// slot is a value in the cache of a State.
 type slot struct {
 	v     Value  // nil: no value
 	rev   uint64 // revision in the store
@@ -160,12 +166,15 @@ type slot struct {
 	dirty bool
 }
 
-// state is a projection's read models as a runtime holds them: values
+// State is a projection's read models as a runtime holds them: values
 // loaded from the store, and the changes of the batches applied since the
 // last store (one, or several while the consumer has more pending). It is
 // dropped whole when applying or storing fails, so it never holds what
-// the store does not, except those changes.
-type state struct {
+// the store does not, except those changes. A runtime applies batches
+// (Apply), takes the changes (Changes), commits them to the Store itself
+// and says so (Committed), then stores its position and moves the base
+// (SetBase). A State is not safe for concurrent use.
+type State struct {
 	fold  Fold
 	store Store
 	hist  History
@@ -183,12 +192,27 @@ type state struct {
 	max   int // values kept after a store
 }
 
-func newState(f Fold, st Store, h History, max int) *state {
-	return &state{fold: f, store: st, hist: h, slots: make(map[Key]*slot), max: max}
+// NewState returns the state of fold f over the models in st, with h as
+// the log before each entry, keeping up to cacheSize values after each
+// store (0: no bound). Its base is 0: call SetBase with the stored
+// position.
+func NewState(f Fold, st Store, h History, cacheSize int) *State {
+	return &State{fold: f, store: st, hist: h, slots: make(map[Key]*slot), max: cacheSize}
 }
 
+// SetBase sets the position as last stored: the clock up to which the
+// store holds every change.
+func (s *State) SetBase(clock uint64) { s.base = clock }
+
+// Emptied tells s that the store holds no value it does not cache (its
+// models were just emptied): a key not cached needs no load.
+func (s *State) Emptied() { s.empty = true }
+
+// Held returns how many values changed since the last store.
+func (s *State) Held() int { return len(s.dirty) }
+
 // slot returns the cache slot of k, loading it when missing.
-func (s *state) slot(ctx context.Context, k Key) (*slot, error) {
+func (s *State) slot(ctx context.Context, k Key) (*slot, error) {
 	if sl := s.slots[k]; sl != nil {
 		return sl, nil
 	}
@@ -199,7 +223,7 @@ func (s *state) slot(ctx context.Context, k Key) (*slot, error) {
 }
 
 // load loads the keys that are not cached, in one call of the store.
-func (s *state) load(ctx context.Context, keys []Key) error {
+func (s *State) load(ctx context.Context, keys []Key) error {
 	var miss []Key
 	for _, k := range keys {
 		if s.slots[k] == nil {
@@ -240,8 +264,8 @@ func (s *state) load(ctx context.Context, keys []Key) error {
 	return nil
 }
 
-// apply folds entries, loading first the keys they name.
-func (s *state) apply(ctx context.Context, entries []log.Entry) error {
+// Apply folds entries, in clock order, loading first the keys they name.
+func (s *State) Apply(ctx context.Context, entries []records.Entry) error {
 	var keys []Key
 	seen := make(map[Key]struct{})
 	for _, e := range entries {
@@ -270,18 +294,18 @@ func (s *state) apply(ctx context.Context, entries []log.Entry) error {
 }
 
 // markDirty notes that the slot of k holds a change to store.
-func (s *state) markDirty(k Key, sl *slot) {
+func (s *State) markDirty(k Key, sl *slot) {
 	if !sl.dirty {
 		sl.dirty = true
 		s.dirty = append(s.dirty, k)
 	}
 }
 
-// changes returns the writes of the changes held since the last store,
+// Changes returns the writes of the changes held since the last store,
 // whatever the batches that made them, in the order of the clocks that
 // made them (then model and key), so that each KV stream holds its keys in
 // the order of their last change.
-func (s *state) changes() ([]Write, error) {
+func (s *State) Changes() ([]Write, error) {
 	type change struct {
 		k  Key
 		sl *slot
@@ -320,8 +344,9 @@ func (s *state) changes() ([]Write, error) {
 	return ws, nil
 }
 
-// committed records the revisions of stored writes, and trims the cache.
-func (s *state) committed(ws []Write, revs []uint64) {
+// Committed records the revisions of the writes of Changes, as the
+// Store's Commit returned them, and trims the cache.
+func (s *State) Committed(ws []Write, revs []uint64) {
 	for i, w := range ws {
 		if sl := s.slots[w.Key]; sl != nil {
 			sl.rev, sl.dirty = revs[i], false

@@ -1,11 +1,10 @@
-package projections
+package fold
 
 import (
 	"encoding/json"
 	"fmt"
 	"strings"
 
-	"github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 )
 
@@ -108,11 +107,11 @@ type Erased struct {
 func (e *Erased) Applied() uint64 { return e.ErasureClock }
 
 // ThreadKey is the key of thread in ModelThreads and ModelCheckpoints:
-// its subject token (log.ThreadToken), with the "~" that starts the token
+// its subject token (records.ThreadToken), with the "~" that starts the token
 // of a thread that is not a plain token written "=" (KV keys allow no
 // "~", and no plain token starts with "=").
 func ThreadKey(thread string) string {
-	tok := log.ThreadToken(thread)
+	tok := records.ThreadToken(thread)
 	if rest, ok := strings.CutPrefix(tok, "~"); ok {
 		return "=" + rest
 	}
@@ -121,7 +120,8 @@ func ThreadKey(thread string) string {
 
 // Index is the built-in projection: the thread index (ModelThreads), the
 // latest checkpoint of each thread (ModelCheckpoints) and the erased
-// records (ModelErased). The package doc gives its rules.
+// records (ModelErased). The package doc gives its rules for erasures;
+// the values are documented on their types.
 func Index() Fold { return index{} }
 
 type index struct{}
@@ -150,7 +150,7 @@ func (index) Decode(model string, data []byte) (Value, error) {
 // erasure returns the body of e when e is an erasure the fold applies: kind
 // core.erasure, act FORGET, a body that decodes. Any other record, even of
 // kind core.erasure, is only counted.
-func erasure(e log.Entry) *records.Erasure {
+func erasure(e records.Entry) *records.Erasure {
 	h := &e.Record.Header
 	if h.Kind != records.KindErasure || h.Act != records.ActForget {
 		return nil
@@ -162,7 +162,7 @@ func erasure(e log.Entry) *records.Erasure {
 	return er
 }
 
-func (index) Keys(e log.Entry, add func(Key)) {
+func (index) Keys(e records.Entry, add func(Key)) {
 	h := &e.Record.Header
 	k := ThreadKey(h.Thread)
 	add(Key{ModelThreads, k})
@@ -179,7 +179,7 @@ func (index) Keys(e log.Entry, add func(Key)) {
 	}
 }
 
-func (ix index) Apply(tx *Tx, e log.Entry) error {
+func (ix index) Apply(tx *Tx, e records.Entry) error {
 	h := &e.Record.Header
 	k := ThreadKey(h.Thread)
 	tk := Key{ModelThreads, k}
@@ -228,7 +228,7 @@ func newThread(thread string) *Thread {
 // noteGap records a gap in th when e does not chain on the thread's last
 // record, through records erased before e, and returns th (new when nil
 // and a gap was found).
-func noteGap(tx *Tx, tk Key, th *Thread, e log.Entry) (*Thread, error) {
+func noteGap(tx *Tx, tk Key, th *Thread, e records.Entry) (*Thread, error) {
 	var last uint64
 	var lastID records.ID
 	if th != nil {
@@ -264,7 +264,7 @@ func noteGap(tx *Tx, tk Key, th *Thread, e log.Entry) (*Thread, error) {
 const maxChainWalk = 1 << 20
 
 // addRecord counts e into th (nil: a new thread).
-func addRecord(th *Thread, e log.Entry) *Thread {
+func addRecord(th *Thread, e records.Entry) *Thread {
 	h := &e.Record.Header
 	if th == nil {
 		th = newThread(h.Thread)
@@ -285,7 +285,7 @@ func addRecord(th *Thread, e log.Entry) *Thread {
 
 // newCheckpoint makes the value of checkpoint record e, as of clock asOf,
 // reusing cp when not nil.
-func newCheckpoint(cp *Checkpoint, e log.Entry, asOf uint64) *Checkpoint {
+func newCheckpoint(cp *Checkpoint, e records.Entry, asOf uint64) *Checkpoint {
 	h := &e.Record.Header
 	if cp == nil {
 		cp = &Checkpoint{}
@@ -297,7 +297,7 @@ func newCheckpoint(cp *Checkpoint, e log.Entry, asOf uint64) *Checkpoint {
 // erase applies erasure e: it lists each target in ModelErased (first
 // erasure wins), then takes the targets out of the other models, thread by
 // thread.
-func (ix index) erase(tx *Tx, e log.Entry, er *records.Erasure) error {
+func (ix index) erase(tx *Tx, e records.Entry, er *records.Erasure) error {
 	var threads []string
 	byThread := make(map[string][]records.ErasureTarget)
 	seen := make(map[records.ID]bool, len(er.Targets))
@@ -350,7 +350,7 @@ func (ix index) erase(tx *Tx, e log.Entry, er *records.Erasure) error {
 // values are rewritten as of the erasure whether or not a target was
 // counted in them, so that the models do not depend on whether the
 // projection saw the targets before they were deleted.
-func (ix index) eraseIn(tx *Tx, e log.Entry, thread string, targets []records.ErasureTarget) error {
+func (ix index) eraseIn(tx *Tx, e records.Entry, thread string, targets []records.ErasureTarget) error {
 	clock := e.Clock
 	key := ThreadKey(thread)
 	tk, ck := Key{ModelThreads, key}, Key{ModelCheckpoints, key}
@@ -394,7 +394,7 @@ func (ix index) eraseIn(tx *Tx, e log.Entry, thread string, targets []records.Er
 
 // eraseFromThread takes the targets that th counts out of th: counts,
 // the first and last records, gaps.
-func (ix index) eraseFromThread(tx *Tx, e log.Entry, tk Key, th *Thread, targets []records.ErasureTarget) error {
+func (ix index) eraseFromThread(tx *Tx, e records.Entry, tk Key, th *Thread, targets []records.ErasureTarget) error {
 	// Which targets does th count? Decide on th as it is before any of
 	// them is taken out: a record counted is at or before the last one,
 	// and not in a gap. An id's clock never changes.
@@ -514,16 +514,16 @@ const historyPage = 64
 
 // firstAfter returns the oldest record of thread after clock after that is
 // not erased.
-func firstAfter(tx *Tx, thread string, after uint64) (log.Entry, bool, error) {
+func firstAfter(tx *Tx, thread string, after uint64) (records.Entry, bool, error) {
 	for {
 		es, err := tx.After(thread, after, historyPage)
 		if err != nil {
-			return log.Entry{}, false, err
+			return records.Entry{}, false, err
 		}
 		for _, e := range es {
 			er, err := erasedAt(tx, e.ID, tx.Clock())
 			if err != nil {
-				return log.Entry{}, false, err
+				return records.Entry{}, false, err
 			}
 			if er == nil {
 				return e, true, nil
@@ -531,22 +531,22 @@ func firstAfter(tx *Tx, thread string, after uint64) (log.Entry, bool, error) {
 			after = e.Clock
 		}
 		if len(es) < historyPage {
-			return log.Entry{}, false, nil
+			return records.Entry{}, false, nil
 		}
 	}
 }
 
 // lastBefore returns the newest record of thread (of kind, any when "")
 // before clock before that is not erased.
-func lastBefore(tx *Tx, thread, kind string, before uint64) (log.Entry, bool, error) {
+func lastBefore(tx *Tx, thread, kind string, before uint64) (records.Entry, bool, error) {
 	for {
 		e, ok, err := tx.Before(thread, kind, before)
 		if err != nil || !ok {
-			return log.Entry{}, false, err
+			return records.Entry{}, false, err
 		}
 		er, err := erasedAt(tx, e.ID, tx.Clock())
 		if err != nil {
-			return log.Entry{}, false, err
+			return records.Entry{}, false, err
 		}
 		if er == nil {
 			return e, true, nil

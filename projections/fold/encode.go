@@ -1,4 +1,4 @@
-package projections
+package fold
 
 import (
 	"encoding/base32"
