@@ -11,6 +11,7 @@ import (
 	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
+	"github.com/spl-dev/spl/wire"
 )
 
 // DefaultTailLimit is how many records "thread tail" shows by default.
@@ -84,9 +85,9 @@ log (catching it up itself when no spl serve runs it).`,
 				return fmt.Errorf("thread list: %w", err)
 			}
 			if a.json {
-				out := make([]threadJSON, len(ts))
+				out := make([]wire.Thread, len(ts))
 				for i, t := range ts {
-					out[i] = newThreadJSON(t)
+					out[i] = t.Wire()
 				}
 				return writeJSON(cmd.OutOrStdout(), out)
 			}
@@ -277,7 +278,7 @@ func (p *tailPrinter) start(recs []sdk.Record, tombs []sdk.Tombstone) error {
 			if err != nil {
 				return err
 			}
-			rows = append(rows, tailJSON{recordJSON: j})
+			rows = append(rows, tailJSON{Record: j})
 		}
 		for _, t := range tombs {
 			rows = append(rows, newTombstoneJSON(t))
@@ -310,7 +311,7 @@ func (p *tailPrinter) record(r sdk.Record) error {
 		if err != nil {
 			return err
 		}
-		return writeJSONLine(p.t.w, tailJSON{recordJSON: j})
+		return writeJSONLine(p.t.w, tailJSON{Record: j})
 	}
 	cells, err := recordCells(r)
 	if err != nil {
@@ -367,7 +368,7 @@ func (a *app) writeTail(cmd *cobra.Command, recs []sdk.Record, tombs []sdk.Tombs
 		if err != nil {
 			return err
 		}
-		out = append(out, tailJSON{recordJSON: j})
+		out = append(out, tailJSON{Record: j})
 	}
 	for _, t := range tombs {
 		out = append(out, newTombstoneJSON(t))
