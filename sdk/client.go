@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/spl-dev/spl/env"
 	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 )
@@ -136,7 +136,7 @@ type Client struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{actor: os.Getenv("SPL_ACTOR"), queueSize: 8192, closeTimeout: 10 * time.Second}
+	c := config{actor: env.Actor(), queueSize: 8192, closeTimeout: 10 * time.Second}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -152,7 +152,7 @@ func newConfig(opts []Option) config {
 // the one another process on the same directory already runs.
 func Open(ctx context.Context, opts ...Option) (*Client, error) {
 	cfg := newConfig(opts)
-	if url := os.Getenv("SPL_SERVER"); url != "" && cfg.dir == "" {
+	if url := env.Server(); url != "" && cfg.dir == "" {
 		return open(ctx, cfg, splog.Options{URL: url, NATSOptions: cfg.natsOpts, Replicas: cfg.replicas})
 	}
 	return open(ctx, cfg, splog.Options{Dir: cfg.dir, Replicas: cfg.replicas})
