@@ -617,7 +617,7 @@ func (c *Client) latestValidCheckpoint(ctx context.Context, thread string, corru
 	for n := 8; ; n *= 4 {
 		es, err := c.log.Tail(ctx, thread, n, splog.Kind(records.KindCheckpoint))
 		var bad []uint64
-		for _, e := range flatten(err) {
+		for _, e := range SplitErrors(err) {
 			var ce *splog.CorruptError
 			if !errors.As(e, &ce) {
 				return SavedCheckpoint{}, err
@@ -644,9 +644,11 @@ func (c *Client) latestValidCheckpoint(ctx context.Context, thread string, corru
 	}
 }
 
-// flatten returns the errors an errors.Join holds (err itself when it is
-// not one; none for nil).
-func flatten(err error) []error {
+// SplitErrors returns the errors an errors.Join holds (err itself when it
+// is not one; none for nil): the errors of a read that met several corrupt
+// records, one each. A *log.CorruptError, which unwraps to several errors
+// of its own, is one error.
+func SplitErrors(err error) []error {
 	if err == nil {
 		return nil
 	}

@@ -287,8 +287,3 @@ func writeTailTable(w io.Writer, recs []sdk.Record, tombs []sdk.Tombstone) error
 	}
 	return tw.Flush()
 }
-
-func isCorruptError(err error) bool {
-	_, ok := err.(*splog.CorruptError)
-	return ok
-}

@@ -162,7 +162,7 @@ object a line (JSON Lines) instead of an array.`,
 					break // a thread with no records is empty, not missing
 				}
 				if errors.Is(err, records.ErrCorrupt) {
-					corrupt = append(corrupt, flattenErrors(err)...)
+					corrupt = append(corrupt, sdk.SplitErrors(err)...)
 					continue
 				}
 				if err != nil {
@@ -174,7 +174,7 @@ object a line (JSON Lines) instead of an array.`,
 			if tombstones {
 				ts, err := c.Tombstones(ctx, thread)
 				if errors.Is(err, records.ErrCorrupt) {
-					corrupt = append(corrupt, flattenErrors(err)...)
+					corrupt = append(corrupt, sdk.SplitErrors(err)...)
 				} else if err != nil {
 					return fmt.Errorf("thread tail: %w", err)
 				}
@@ -375,12 +375,4 @@ func (a *app) writeTail(cmd *cobra.Command, recs []sdk.Record, tombs []sdk.Tombs
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Clock < out[j].Clock })
 	return writeJSON(cmd.OutOrStdout(), out)
-}
-
-// flattenErrors returns the errors an errors.Join holds, or err alone.
-func flattenErrors(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok && !isCorruptError(err) {
-		return j.Unwrap()
-	}
-	return []error{err}
 }
