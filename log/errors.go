@@ -15,8 +15,10 @@ var (
 	ErrNotFound = errors.New("spl/log: not found")
 	// ErrClosed reports a call on a closed Log.
 	ErrClosed = errors.New("spl/log: closed")
-	// ErrConflict reports an append whose chain expectation no longer holds
-	// after every retry the context allowed.
+	// ErrConflict reports an append that lost the race for its thread on
+	// every attempt: each time the writer re-read the thread's head and
+	// sent it again, another writer had appended to the thread first.
+	// Nothing was appended. The error wraps ErrExpectation too.
 	ErrConflict = errors.New("spl/log: append conflict")
 	// ErrMoved reports a conditional append (AppendAfter, Erase with
 	// EraseAfter) not made: its thread is not at the clock it named. It

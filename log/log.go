@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/spl-dev/spl/env"
 	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/records"
 )
@@ -65,17 +64,8 @@ type BatchStats struct {
 }
 
 // DefaultDir is the data directory of the embedded log: $SPL_HOME, else
-// ~/.spl.
-func DefaultDir() (string, error) {
-	if d := os.Getenv("SPL_HOME"); d != "" {
-		return d, nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("spl/log: no SPL_HOME and no home directory: %w", err)
-	}
-	return filepath.Join(home, ".spl"), nil
-}
+// ~/.spl ([env.Home]).
+func DefaultDir() (string, error) { return env.Home() }
 
 func (o *Options) withDefaults() error {
 	if o.Stream == "" {

@@ -66,8 +66,19 @@ func (l *Log) VerifyAll(ctx context.Context, progress func(read uint64)) (Verify
 
 // chainState is the walk's position in one thread.
 type chainState struct {
-	last    records.ID // id of the thread's last record seen
-	started bool
+	last      records.ID // id of the thread's last record seen
+	lastClock uint64     // its clock
+	started   bool
+}
+
+// brokenLink is a record whose prev is not the record before it on its
+// thread and that no erasure explains: reported missing at first, and a
+// fork once prev is found earlier on the thread.
+type brokenLink struct {
+	problem          int // index in VerifyReport.Missing
+	thread           string
+	id, prev, last   records.ID
+	clock, lastClock uint64
 }
 
 func (l *Log) verify(ctx context.Context, filter string, progress func(uint64), all bool) (VerifyReport, error) {
@@ -109,6 +120,7 @@ func (l *Log) verify(ctx context.Context, filter string, progress func(uint64), 
 
 	// Pass 2: every record in clock order, chained per thread.
 	chains := make(map[string]*chainState)
+	var broken []brokenLink
 	var read, next uint64 = 0, 1
 	err = l.scan(ctx, filter, 1, 0, 1024, func(m stored) bool {
 		read++
@@ -139,7 +151,7 @@ func (l *Log) verify(ctx context.Context, filter string, progress func(uint64), 
 			// The chain goes on from the id the message claims, so one
 			// corrupt record is reported once, not also as a gap.
 			if !claimed.IsZero() {
-				st.last, st.started = claimed, true
+				st.last, st.lastClock, st.started = claimed, m.clock, true
 			}
 			return true
 		}
@@ -148,16 +160,22 @@ func (l *Log) verify(ctx context.Context, filter string, progress func(uint64), 
 				what := "previous record " + prev.String() + " is not in the log and no erasure names it"
 				if prev.IsZero() {
 					what = "record claims to be the first of its thread, after " + st.last.String()
+				} else if st.started {
+					broken = append(broken, brokenLink{problem: len(rep.Missing), thread: e.Record.Header.Thread,
+						id: e.ID, prev: prev, last: st.last, clock: m.clock, lastClock: st.lastClock})
 				}
 				rep.Missing = append(rep.Missing, VerifyProblem{Clock: m.clock, Subject: m.subject, ID: prev, Reason: what})
 			}
 		}
-		st.last, st.started = e.ID, true
+		st.last, st.lastClock, st.started = e.ID, m.clock, true
 		rep.Checked++
 		return true
 	})
 	if err != nil {
 		return rep, fmt.Errorf("verify: %w", err)
+	}
+	if err := l.findForks(ctx, &rep, broken); err != nil {
+		return rep, err
 	}
 	if all {
 		last, err := l.LastClock(ctx)
@@ -175,6 +193,28 @@ func (l *Log) verify(ctx context.Context, filter string, progress func(uint64), 
 	}
 	rep.Threads = len(chains)
 	return rep, nil
+}
+
+// findForks looks for the prev of each broken link earlier on its thread.
+// Where it is there, the thread forks: two records name the same prev, and
+// the problem says so, naming both records and their clocks. Broken links
+// are rare, so each costs a scan of its thread here rather than an index
+// of every id during the walk.
+func (l *Log) findForks(ctx context.Context, rep *VerifyReport, broken []brokenLink) error {
+	for _, b := range broken {
+		e, err := l.Get(ctx, b.prev, b.thread)
+		switch {
+		case errors.Is(err, ErrNotFound), errors.Is(err, records.ErrCorrupt):
+			continue // missing it is (a corrupt record is reported as such)
+		case err != nil:
+			return fmt.Errorf("verify: look for %s: %w", b.prev, err)
+		case e.Clock >= b.clock:
+			continue
+		}
+		rep.Missing[b.problem].Reason = fmt.Sprintf("record %s (clock %d) links to %s (clock %d), not to the record before it, %s (clock %d): a fork",
+			b.id, b.clock, b.prev, e.Clock, b.last, b.lastClock)
+	}
+	return nil
 }
 
 // bridges reports whether the chain from last reaches prev through erased

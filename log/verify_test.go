@@ -1,6 +1,7 @@
 package log
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -94,4 +95,36 @@ func mustBody(t *testing.T, v map[string]any) []byte {
 		t.Fatal(err)
 	}
 	return r.Body
+}
+
+// A record whose prev is an earlier record of its thread, not the one
+// just before it, is a fork: verify names both records and their clocks,
+// rather than calling the earlier record missing.
+func TestVerifyNamesFork(t *testing.T) {
+	l := openTest(t, "")
+	ctx := ctxT(t)
+	es := appendN(t, l, "th_f", 3, func(i int) map[string]any { return map[string]any{"i": i} })
+	fork := newRec(t, "th_f", "agent.step", map[string]any{"fork": true}).WithPrev(es[0].ID)
+	ack, err := l.c.JS.PublishMsg(ctx, recordMsg(t, fork))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("record %s (clock %d) links to %s (clock %d), not to the record before it, %s (clock %d): a fork",
+		fork.ID(), ack.Sequence, es[0].ID, es[0].Clock, es[2].ID, es[2].Clock)
+	thread, err := l.Verify(ctx, "th_f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := l.VerifyAll(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range map[string]VerifyReport{"thread": thread, "all": all} {
+		if len(r.Missing) != 1 || len(r.Corrupt) != 0 {
+			t.Fatalf("%s: missing %+v, corrupt %+v, want one problem", name, r.Missing, r.Corrupt)
+		}
+		if got := r.Missing[0]; got.Clock != ack.Sequence || got.ID != es[0].ID || got.Reason != want {
+			t.Errorf("%s: problem %+v,\nwant clock %d, id %s, reason %q", name, got, ack.Sequence, es[0].ID, want)
+		}
+	}
 }

@@ -244,8 +244,11 @@ func (w *writer) settleAll(units []unit, serr error, attempt int) {
 			mid := len(u.batch) / 2
 			w.land(u.batch[:mid], attempt)
 			w.land(u.batch[mid:], attempt)
-		case errors.Is(err, errRefused), errors.Is(err, errStale):
+		case errors.Is(err, errRefused):
 			w.fail(u.batch, err)
+		case errors.Is(err, errStale):
+			// Every attempt lost the race for its threads: final.
+			w.fail(u.batch, fmt.Errorf("%w after %d attempts: %w", ErrConflict, attempt+1, err))
 		default:
 			w.inDoubt(u.batch, threadRuns(u.batch), err, attempt)
 		}

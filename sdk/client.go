@@ -13,13 +13,13 @@ import (
 	"fmt"
 	"iter"
 	"maps"
-	"os"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/spl-dev/spl/env"
 	"github.com/spl-dev/spl/internal/natsio"
 	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
@@ -156,7 +156,7 @@ type Client struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{actor: os.Getenv("SPL_ACTOR"), queueSize: 8192, closeTimeout: 10 * time.Second, timeout: 10 * time.Second, name: "spl"}
+	c := config{actor: env.Actor(), queueSize: 8192, closeTimeout: 10 * time.Second, timeout: 10 * time.Second, name: "spl"}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -172,12 +172,12 @@ func newConfig(opts []Option) config {
 // the one another process on the same directory already runs.
 func Open(ctx context.Context, opts ...Option) (*Client, error) {
 	cfg := newConfig(opts)
-	if url := os.Getenv("SPL_SERVER"); url != "" && cfg.dir == "" {
+	if url := env.Server(); url != "" && cfg.dir == "" {
 		return open(ctx, cfg, natsio.Options{URL: url, NATSOptions: cfg.natsOpts})
 	}
 	dir := cfg.dir
 	if dir == "" {
-		d, err := splog.DefaultDir()
+		d, err := env.Home()
 		if err != nil {
 			return nil, err
 		}
@@ -675,7 +675,7 @@ func (c *Client) latestValidCheckpoint(ctx context.Context, thread string, corru
 	for n := 8; ; n *= 4 {
 		es, err := c.log.Tail(ctx, thread, n, splog.Kind(records.KindCheckpoint))
 		var bad []uint64
-		for _, e := range Flatten(err) {
+		for _, e := range SplitErrors(err) {
 			var ce *splog.CorruptError
 			if !errors.As(e, &ce) {
 				return SavedCheckpoint{}, err
@@ -702,9 +702,11 @@ func (c *Client) latestValidCheckpoint(ctx context.Context, thread string, corru
 	}
 }
 
-// Flatten returns the errors an errors.Join holds (err itself when it is
-// not one; none for nil).
-func Flatten(err error) []error {
+// SplitErrors returns the errors an errors.Join holds (err itself when it
+// is not one; none for nil): the errors of a read that met several corrupt
+// records, one each. A *log.CorruptError, which unwraps to several errors
+// of its own, is one error.
+func SplitErrors(err error) []error {
 	if err == nil {
 		return nil
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/spl-dev/spl/projections"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
+	"github.com/spl-dev/spl/wire"
 )
 
 // Limits of the HTTP API.
@@ -63,11 +64,11 @@ func (m jsonMux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.ServeMux.ServeHTTP(rec, r)
 	if rec.code == http.StatusMethodNotAllowed {
 		w.Header().Set("Allow", rec.h.Get("Allow"))
-		writeJSON(w, http.StatusMethodNotAllowed, apiError{
+		writeJSON(w, http.StatusMethodNotAllowed, wire.Error{
 			Error: fmt.Sprintf("method %s not allowed on %s; allowed: %s", r.Method, r.URL.Path, rec.h.Get("Allow"))})
 		return
 	}
-	writeJSON(w, http.StatusNotFound, apiError{Error: fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)})
+	writeJSON(w, http.StatusNotFound, wire.Error{Error: fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)})
 }
 
 // headerRecorder keeps the status code and headers of an answer and
@@ -137,13 +138,6 @@ func (s *Server) instrument(next jsonMux) http.Handler {
 	})
 }
 
-// apiError is the JSON body of every error answer.
-type apiError struct {
-	Error string `json:"error"`
-	Field string `json:"field,omitempty"`
-	Rule  string `json:"rule,omitempty"`
-}
-
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -169,27 +163,27 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		// Before the field errors: a stored message that does not verify
 		// may wrap the field error of its damaged part.
 		s.logger.Error("corrupt record", "path", r.URL.Path, "err", err)
-		writeJSON(w, http.StatusInternalServerError, apiError{Error: err.Error()})
+		writeJSON(w, http.StatusInternalServerError, wire.Error{Error: err.Error()})
 	case errors.As(err, &fe):
-		writeJSON(w, http.StatusBadRequest, apiError{Error: err.Error(), Field: fe.Field, Rule: fe.Rule})
+		writeJSON(w, http.StatusBadRequest, wire.Error{Error: err.Error(), Field: fe.Field, Rule: fe.Rule})
 	case errors.As(err, &ce):
-		writeJSON(w, http.StatusBadRequest, apiError{Error: ce.Field + ": " + ce.Rule, Field: ce.Field, Rule: ce.Rule})
+		writeJSON(w, http.StatusBadRequest, wire.Error{Error: ce.Field + ": " + ce.Rule, Field: ce.Field, Rule: ce.Rule})
 	case errors.Is(err, records.ErrInvalid):
-		writeJSON(w, http.StatusBadRequest, apiError{Error: err.Error()})
+		writeJSON(w, http.StatusBadRequest, wire.Error{Error: err.Error()})
 	case errors.Is(err, log.ErrNotFound):
-		writeJSON(w, http.StatusNotFound, apiError{Error: err.Error()})
+		writeJSON(w, http.StatusNotFound, wire.Error{Error: err.Error()})
 	case errors.Is(err, log.ErrConflict):
-		writeJSON(w, http.StatusConflict, apiError{Error: err.Error()})
+		writeJSON(w, http.StatusConflict, wire.Error{Error: err.Error()})
 	default:
 		// Timeouts, a closed log, a server without quorum, in-doubt
 		// appends: storage is unavailable for now.
 		s.logger.Warn("storage unavailable", "path", r.URL.Path, "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, apiError{Error: err.Error()})
+		writeJSON(w, http.StatusServiceUnavailable, wire.Error{Error: err.Error()})
 	}
 }
 
 // refuse answers a request refused before it reached the log, and counts it.
-func (s *Server) refuse(w http.ResponseWriter, code int, reason string, e apiError) {
+func (s *Server) refuse(w http.ResponseWriter, code int, reason string, e wire.Error) {
 	s.m.refused.WithLabelValues(reason).Inc()
 	writeJSON(w, code, e)
 }
@@ -198,12 +192,12 @@ func (s *Server) refuse(w http.ResponseWriter, code int, reason string, e apiErr
 // use.
 func (s *Server) liveLog(w http.ResponseWriter) *sdk.Client {
 	if s.stopping.Load() {
-		s.refuse(w, http.StatusServiceUnavailable, "stopping", apiError{Error: "server is shutting down"})
+		s.refuse(w, http.StatusServiceUnavailable, "stopping", wire.Error{Error: "server is shutting down"})
 		return nil
 	}
 	l := s.c.Load()
 	if l == nil {
-		s.refuse(w, http.StatusServiceUnavailable, "not_ready", apiError{Error: "log not open yet (a cluster waits for its peers)"})
+		s.refuse(w, http.StatusServiceUnavailable, "not_ready", wire.Error{Error: "log not open yet (a cluster waits for its peers)"})
 		return nil
 	}
 	return l
@@ -229,10 +223,10 @@ func (s *Server) handleEmit(w http.ResponseWriter, r *http.Request) {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			s.refuse(w, http.StatusRequestEntityTooLarge, "too_large",
-				apiError{Error: fmt.Sprintf("request body over %d bytes", mbe.Limit), Field: "body", Rule: fmt.Sprintf("at most %d bytes", mbe.Limit)})
+				wire.Error{Error: fmt.Sprintf("request body over %d bytes", mbe.Limit), Field: "body", Rule: fmt.Sprintf("at most %d bytes", mbe.Limit)})
 			return
 		}
-		s.refuse(w, http.StatusBadRequest, "bad_json", apiError{Error: "read request: " + err.Error()})
+		s.refuse(w, http.StatusBadRequest, "bad_json", wire.Error{Error: "read request: " + err.Error()})
 		return
 	}
 	var req emitRequest
@@ -241,7 +235,7 @@ func (s *Server) handleEmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(req.Body) == 0 {
-		s.refuse(w, http.StatusBadRequest, "invalid", apiError{Error: "body: required", Field: "body", Rule: "required: a JSON object"})
+		s.refuse(w, http.StatusBadRequest, "invalid", wire.Error{Error: "body: required", Field: "body", Rule: "required: a JSON object"})
 		return
 	}
 	body, err := records.BodyFromJSON(req.Body)
@@ -298,7 +292,7 @@ func appendResult(err error) string {
 
 // decodeStrict decodes one JSON object into v, refusing unknown fields and
 // trailing data, and says what was wrong.
-func decodeStrict(data []byte, v any) (apiError, bool) {
+func decodeStrict(data []byte, v any) (wire.Error, bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
@@ -306,17 +300,17 @@ func decodeStrict(data []byte, v any) (apiError, bool) {
 		err = errors.New("data after the JSON object")
 	}
 	if err == nil {
-		return apiError{}, true
+		return wire.Error{}, true
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return apiError{Error: err.Error(), Field: te.Field, Rule: "must be " + jsonKind(te.Type.Kind().String())}, false
+		return wire.Error{Error: err.Error(), Field: te.Field, Rule: "must be " + jsonKind(te.Type.Kind().String())}, false
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		name = strings.Trim(name, `"`)
-		return apiError{Error: err.Error(), Field: name, Rule: "unknown field"}, false
+		return wire.Error{Error: err.Error(), Field: name, Rule: "unknown field"}, false
 	}
-	return apiError{Error: "request must be one JSON object: " + err.Error(), Rule: "request must be one JSON object"}, false
+	return wire.Error{Error: "request must be one JSON object: " + err.Error(), Rule: "request must be one JSON object"}, false
 }
 
 func jsonKind(k string) string {
@@ -333,10 +327,10 @@ func jsonKind(k string) string {
 
 // queryResponse is the answer of GET /v1/threads/{thread}/records.
 type queryResponse struct {
-	Thread  string        `json:"thread"`
-	Records []recordJSON  `json:"records"`
-	Corrupt []corruptJSON `json:"corrupt"`
-	Next    *uint64       `json:"next"` // clock to continue from, null at the end
+	Thread  string         `json:"thread"`
+	Records []wire.Record  `json:"records"`
+	Corrupt []wire.Corrupt `json:"corrupt"`
+	Next    *uint64        `json:"next"` // clock to continue from, null at the end
 }
 
 func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
@@ -366,13 +360,13 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 	if act != "" {
 		opts = append(opts, sdk.OfAct(act))
 	}
-	resp := queryResponse{Thread: thread, Records: []recordJSON{}, Corrupt: []corruptJSON{}}
+	resp := queryResponse{Thread: thread, Records: []wire.Record{}, Corrupt: []wire.Corrupt{}}
 	add := func(e sdk.Record, err error) error {
 		if err != nil {
 			var ce *log.CorruptError
 			if errors.As(err, &ce) {
 				s.m.corrupt.WithLabelValues("query").Inc()
-				resp.Corrupt = append(resp.Corrupt, corruptJSON{Clock: ce.Clock, Subject: ce.Subject, Reason: ce.Reason})
+				resp.Corrupt = append(resp.Corrupt, wire.Corrupt{Clock: ce.Clock, Subject: ce.Subject, Reason: ce.Reason})
 				return nil
 			}
 			return err
@@ -386,7 +380,7 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 	}
 	if last > 0 {
 		for e, err := range l.QueryThread(r.Context(), thread, append(opts, sdk.Last(int(last)))...) {
-			for _, err := range sdk.Flatten(err) {
+			for _, err := range sdk.SplitErrors(err) {
 				if err := add(e, err); err != nil {
 					s.fail(w, r, err)
 					return
@@ -474,10 +468,10 @@ func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 
 // threadsResponse is the answer of GET /v1/threads.
 type threadsResponse struct {
-	Threads  []threadJSON `json:"threads"`
-	Total    uint64       `json:"total"`     // threads in the index
-	AsOf     uint64       `json:"as_of"`     // every record up to this clock is reflected
-	LogClock uint64       `json:"log_clock"` // the log's last clock when the request came
+	Threads  []wire.Thread `json:"threads"`
+	Total    uint64        `json:"total"`     // threads in the index
+	AsOf     uint64        `json:"as_of"`     // every record up to this clock is reflected
+	LogClock uint64        `json:"log_clock"` // the log's last clock when the request came
 }
 
 // handleThreads lists the threads of the thread index, newest activity
@@ -518,7 +512,7 @@ func (s *Server) handleThreads(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("thread index: %w", err))
 		return
 	}
-	resp := threadsResponse{Threads: []threadJSON{}, AsOf: asOf, LogClock: logClock}
+	resp := threadsResponse{Threads: []wire.Thread{}, AsOf: asOf, LogClock: logClock}
 	rd := l.IndexReader()
 	var ts []*projections.Thread
 	if limit == 0 { // the count alone
@@ -533,7 +527,7 @@ func (s *Server) handleThreads(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, t := range ts {
-		resp.Threads = append(resp.Threads, sdk.NewThreadJSONFromIndex(t))
+		resp.Threads = append(resp.Threads, sdk.ThreadInfoOf(t).Wire())
 	}
 	writeJSON(w, http.StatusOK, resp)
 }

@@ -4,30 +4,18 @@ import (
 	"log/slog"
 
 	"github.com/spl-dev/spl/sdk"
+	"github.com/spl-dev/spl/wire"
 )
 
-// recordJSON, checkpointJSON and threadJSON are the forms of a record, a
-// checkpoint and a thread of the thread index in the HTTP API: the same as
-// the CLI's --json (sdk.RecordJSON, sdk.ThreadJSON).
-type (
-	recordJSON     = sdk.RecordJSON
-	checkpointJSON = sdk.CheckpointJSON
-	threadJSON     = sdk.ThreadJSON
-)
+// The HTTP API answers with the JSON forms of package wire, the same as
+// the spl command's --json.
 
-// corruptJSON is a stored message that failed verification.
-type corruptJSON struct {
-	Clock   uint64 `json:"clock"`
-	Subject string `json:"subject"`
-	Reason  string `json:"reason"`
+func newRecordJSON(e sdk.Record) (wire.Record, error) {
+	return wire.NewRecord(e.ID, e.Clock, e.Record)
 }
 
-func newRecordJSON(e sdk.Record) (recordJSON, error) {
-	return sdk.NewRecordJSON(e.ID, e.Clock, e.Record)
-}
-
-func newCheckpointJSON(e sdk.Record) (checkpointJSON, error) {
-	return sdk.NewCheckpointJSON(e.ID, e.Clock, e.Record, nil)
+func newCheckpointJSON(e sdk.Record) (wire.Checkpoint, error) {
+	return wire.NewCheckpoint(e.ID, e.Clock, e.Record, nil)
 }
 
 // slogLevel is the level an HTTP answer is logged at.

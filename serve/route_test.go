@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spl-dev/spl/wire"
 )
 
 // TestTailBadThread checks that a tail of a thread no record can have is
@@ -21,7 +23,7 @@ func TestTailBadThread(t *testing.T) {
 	if got, want := resp.StatusCode, http.StatusBadRequest; got != want {
 		t.Fatalf("code=%d, want %d", got, want)
 	}
-	var e apiError
+	var e wire.Error
 	if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
 		t.Fatalf("decode: %v", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
+	"github.com/spl-dev/spl/wire"
 )
 
 const actor = "did:sync:agent:test"
@@ -151,9 +152,9 @@ func TestAPI(t *testing.T) {
 	const thread = "research/vector-db" // a '/' travels as %2F
 	tp := url.PathEscape(thread)
 
-	var got []recordJSON
+	var got []wire.Record
 	for i := range 5 {
-		var r recordJSON
+		var r wire.Record
 		if code := call(t, "POST", b+"/v1/records", emitBody(thread, "DO", "agent.step", fmt.Sprintf(`{"step":%d}`, i)), &r); code != http.StatusCreated {
 			t.Fatalf("emit %d: code=%d, want 201", i, code)
 		}
@@ -162,7 +163,7 @@ func TestAPI(t *testing.T) {
 	if got, want := got[1].Prev, got[0].ID; got == nil || *got != want {
 		t.Fatalf("second record's prev=%v, want %s", got, want)
 	}
-	var cp checkpointJSON
+	var cp wire.Checkpoint
 	if code := call(t, "POST", b+"/v1/records", emitBody(thread, "LEARN", records.KindCheckpoint,
 		`{"summary":"scanned","learnings":["grep is enough"],"next_steps":["refactor"]}`), &cp); code != http.StatusCreated {
 		t.Fatalf("emit checkpoint: code=%d, want 201", code)
@@ -213,7 +214,7 @@ func TestAPI(t *testing.T) {
 		}
 	})
 	t.Run("checkpoint", func(t *testing.T) {
-		var c checkpointJSON
+		var c wire.Checkpoint
 		if code := call(t, "GET", b+"/v1/threads/"+tp+"/checkpoint", "", &c); code != http.StatusOK {
 			t.Fatalf("code=%d, want 200", code)
 		}
@@ -223,7 +224,7 @@ func TestAPI(t *testing.T) {
 		if got, want := c.ID, cp.ID; got != want {
 			t.Fatalf("id=%s, want %s", got, want)
 		}
-		var e apiError
+		var e wire.Error
 		if code := call(t, "GET", b+"/v1/threads/other/checkpoint", "", &e); code != http.StatusNotFound {
 			t.Fatalf("no checkpoint: code=%d, want 404 (%s)", code, e.Error)
 		}
@@ -322,7 +323,7 @@ func TestRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var e apiError
+			var e wire.Error
 			code, h := callWith(t, noRedirect, tt.method, b+tt.path, tt.body, &e)
 			if got, want := code, tt.code; got != want {
 				t.Fatalf("code=%d, want %d (%+v)", got, want, e)
@@ -425,7 +426,7 @@ func TestTail(t *testing.T) {
 	events := readEvents(resp.Body, true)
 
 	// Appended after the answer started: delivered; the record before is not.
-	var r recordJSON
+	var r wire.Record
 	call(t, "POST", b+"/v1/records", emitBody("th", "DO", "agent.step", `{"step":1}`), &r)
 	call(t, "POST", b+"/v1/records", emitBody("elsewhere", "DO", "agent.step", `{}`), nil)
 	ev := next(t, events, true)
@@ -435,7 +436,7 @@ func TestTail(t *testing.T) {
 	if got, want := ev.id, fmt.Sprint(r.Clock); got != want {
 		t.Fatalf("id=%s, want %s", got, want)
 	}
-	var got recordJSON
+	var got wire.Record
 	if err := json.Unmarshal([]byte(ev.data), &got); err != nil {
 		t.Fatalf("data: %v", err)
 	}
@@ -456,7 +457,7 @@ func TestTail(t *testing.T) {
 	defer resp2.Body.Close()
 	events2 := readEvents(resp2.Body, false)
 	for step := range 2 {
-		var rj recordJSON
+		var rj wire.Record
 		ev := next(t, events2, true)
 		_ = json.Unmarshal([]byte(ev.data), &rj)
 		if got, want := string(rj.Body), fmt.Sprintf(`{"step":%d}`, step); got != want {
@@ -551,7 +552,7 @@ func TestShutdownKeepsAcknowledged(t *testing.T) {
 				if err != nil {
 					return // the listener is closed
 				}
-				var r recordJSON
+				var r wire.Record
 				_ = json.NewDecoder(resp.Body).Decode(&r)
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusCreated {

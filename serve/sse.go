@@ -13,6 +13,7 @@ import (
 	"github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
+	"github.com/spl-dev/spl/wire"
 )
 
 // tailBuffer is how many messages a tail holds between the consumer and a
@@ -48,7 +49,7 @@ func (s *Server) handleTail(w http.ResponseWriter, r *http.Request) {
 	if id := r.Header.Get("Last-Event-ID"); id != "" {
 		c, err := strconv.ParseUint(id, 10, 64)
 		if err != nil {
-			s.refuse(w, http.StatusBadRequest, "bad_param", apiError{Error: "Last-Event-ID: must be a clock", Field: "Last-Event-ID", Rule: "must be a clock"})
+			s.refuse(w, http.StatusBadRequest, "bad_param", wire.Error{Error: "Last-Event-ID: must be a clock", Field: "Last-Event-ID", Rule: "must be a clock"})
 			return
 		}
 		from = c + 1
@@ -133,7 +134,7 @@ func (s *Server) tailEvent(buf *bytes.Buffer, rec sdk.Record, err error) error {
 	case errors.As(err, &ce):
 		s.m.corrupt.WithLabelValues("tail").Inc()
 		clock = ce.Clock
-		event, v = "corrupt", corruptJSON{Clock: ce.Clock, Subject: ce.Subject, Reason: ce.Reason}
+		event, v = "corrupt", wire.Corrupt{Clock: ce.Clock, Subject: ce.Subject, Reason: ce.Reason}
 	case err != nil:
 		return err
 	default:

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spl-dev/spl/wire"
 )
 
 // threadNames lists the threads of a GET /v1/threads answer, in order.
-func threadNames(ts []threadJSON) string {
+func threadNames(ts []wire.Thread) string {
 	names := make([]string, len(ts))
 	for i, t := range ts {
 		names[i] = t.Thread
@@ -32,13 +34,13 @@ func TestThreads(t *testing.T) {
 		bob   = "did:sync:agent:bob"
 	)
 	old := time.Now().Add(-10 * 24 * time.Hour).UnixMilli()
-	emit := func(thread, kind, who string, ts int64) recordJSON {
+	emit := func(thread, kind, who string, ts int64) wire.Record {
 		t.Helper()
 		body := fmt.Sprintf(`{"thread":%q,"act":"DO","kind":%q,"actor":%q,"body":{}}`, thread, kind, who)
 		if ts != 0 {
 			body = fmt.Sprintf(`{"thread":%q,"act":"DO","kind":%q,"actor":%q,"ts":%d,"body":{}}`, thread, kind, who, ts)
 		}
-		var r recordJSON
+		var r wire.Record
 		if code := call(t, "POST", b+"/v1/records", body, &r); code != http.StatusCreated {
 			t.Fatalf("emit on %s: code=%d, want 201", thread, code)
 		}

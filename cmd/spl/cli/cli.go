@@ -22,7 +22,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -30,6 +29,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
+	"github.com/spl-dev/spl/env"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
 )
@@ -126,14 +126,11 @@ func (a *app) dir() (string, error) {
 	if a.home != "" {
 		return a.home, nil
 	}
-	if d := os.Getenv("SPL_HOME"); d != "" {
-		return d, nil
-	}
-	h, err := os.UserHomeDir()
+	d, err := env.Home()
 	if err != nil {
 		return "", fmt.Errorf("data directory: set --home or SPL_HOME: %w", err)
 	}
-	return filepath.Join(h, ".spl"), nil
+	return d, nil
 }
 
 // open opens the client of this run, once: the server of --server (or
@@ -311,8 +308,8 @@ func newRootCommand(a *app) *cobra.Command {
 	f.StringVar(&a.home, "home", "", "data directory (default $SPL_HOME, else ~/.spl)")
 	f.BoolVar(&a.json, "json", false, "print machine-readable JSON on stdout")
 	f.DurationVar(&a.timeout, "timeout", DefaultTimeout, "give up on storage operations after this long")
-	f.StringVar(&a.server, "server", os.Getenv("SPL_SERVER"), "NATS URL of an spl server (default $SPL_SERVER; none: the embedded log)")
-	f.StringVar(&a.creds, "creds", os.Getenv("SPL_CREDS"), "NATS credentials file for --server (default $SPL_CREDS)")
+	f.StringVar(&a.server, "server", env.Server(), "NATS URL of an spl server (default $SPL_SERVER; none: the embedded log)")
+	f.StringVar(&a.creds, "creds", env.Creds(), "NATS credentials file for --server (default $SPL_CREDS)")
 	f.StringVar(&a.nkeySeed, "nkey-seed", "", "NATS nkey seed file for --server")
 	f.StringVar(&a.serverCA, "server-ca", "", "CA of the server's TLS certificate (tls:// URLs)")
 	f.StringVar(&a.serverCert, "server-cert", "", "client TLS certificate for --server")
@@ -339,8 +336,8 @@ func actorFlag(flag string) (string, error) {
 	if flag != "" {
 		return flag, nil
 	}
-	if env := os.Getenv("SPL_ACTOR"); env != "" {
-		return env, nil
+	if actor := env.Actor(); actor != "" {
+		return actor, nil
 	}
 	return "", usagef("no actor: pass --actor or set SPL_ACTOR to a DID such as did:sync:agent:dev")
 }

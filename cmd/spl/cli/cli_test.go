@@ -15,6 +15,7 @@ import (
 
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
+	"github.com/spl-dev/spl/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -131,7 +132,7 @@ func TestSessionJSON(t *testing.T) {
 			second.ID, second.Clock, first.ID, first.Clock)
 	}
 
-	list := decodeJSON[[]checkpointJSON](t, mustSPL(t, home, "", "session", "list", "--thread", seedThread, "--json").stdout)
+	list := decodeJSON[[]wire.Checkpoint](t, mustSPL(t, home, "", "session", "list", "--thread", seedThread, "--json").stdout)
 	if got, want := len(list), 2; got != want {
 		t.Fatalf("len(list)=%v, want %v", got, want)
 	}
@@ -164,7 +165,7 @@ func TestSessionJSON(t *testing.T) {
 		t.Fatalf("body.summary=%v, want %v", got, want)
 	}
 
-	show := decodeJSON[checkpointJSON](t, mustSPL(t, home, "", "session", "show", seedThread, "--json").stdout)
+	show := decodeJSON[wire.Checkpoint](t, mustSPL(t, home, "", "session", "show", seedThread, "--json").stdout)
 	if got, want := show.ID, second.ID; got != want {
 		t.Fatalf("show.id=%v, want %v (the latest)", got, want)
 	}
@@ -175,7 +176,7 @@ func TestSessionJSON(t *testing.T) {
 		t.Fatalf("show.clock=%v, want %v", got, want)
 	}
 
-	newest := decodeJSON[[]checkpointJSON](t, mustSPL(t, home, "", "session", "list", "--thread", seedThread, "-n", "1", "--json").stdout)
+	newest := decodeJSON[[]wire.Checkpoint](t, mustSPL(t, home, "", "session", "list", "--thread", seedThread, "-n", "1", "--json").stdout)
 	if len(newest) != 1 || newest[0].ID != second.ID {
 		t.Fatalf("list -n 1 = %+v, want the second checkpoint only", newest)
 	}
@@ -201,7 +202,7 @@ func TestEmitAndTail(t *testing.T) {
 		t.Fatalf("emit printed no id and clock:\n%s", b.stdout)
 	}
 
-	recs := decodeJSON[[]recordJSON](t, mustSPL(t, home, "", "thread", "tail", "th_e", "--json").stdout)
+	recs := decodeJSON[[]wire.Record](t, mustSPL(t, home, "", "thread", "tail", "th_e", "--json").stdout)
 	if got, want := len(recs), 2; got != want {
 		t.Fatalf("len(tail)=%v, want %v", got, want)
 	}
@@ -231,7 +232,7 @@ func TestEmitAndTail(t *testing.T) {
 			t.Errorf("thread tail lacks %q:\n%s", want, text)
 		}
 	}
-	last := decodeJSON[[]recordJSON](t, mustSPL(t, home, "", "thread", "tail", "th_e", "-n", "1", "--json").stdout)
+	last := decodeJSON[[]wire.Record](t, mustSPL(t, home, "", "thread", "tail", "th_e", "-n", "1", "--json").stdout)
 	if len(last) != 1 || last[0].Act != "DO" {
 		t.Fatalf("tail -n 1 = %+v, want the DO record only", last)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spl-dev/spl/log/logtest"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
+	"github.com/spl-dev/spl/wire"
 )
 
 // saveJSON saves a checkpoint with spl and returns its receipt.
@@ -39,7 +40,7 @@ func TestEraseCommand(t *testing.T) {
 	}
 
 	// session show falls back to the checkpoint before the erased one.
-	show := decodeJSON[checkpointJSON](t, mustSPL(t, home, "", "session", "show", "th_e", "--json").stdout)
+	show := decodeJSON[wire.Checkpoint](t, mustSPL(t, home, "", "session", "show", "th_e", "--json").stdout)
 	if got, want := show.ID, first.ID; got != want {
 		t.Fatalf("session show: %s, want the first checkpoint %s", got, want)
 	}
@@ -170,7 +171,7 @@ func TestVerifyDamageCommand(t *testing.T) {
 	}
 
 	show := spl(t, home, "", "session", "show", "th_d", "--json")
-	if show.code != ExitOK || decodeJSON[checkpointJSON](t, show.stdout).ID != c.ID {
+	if show.code != ExitOK || decodeJSON[wire.Checkpoint](t, show.stdout).ID != c.ID {
 		t.Fatalf("session show: exit %d, %s %s", show.code, show.stdout, show.stderr)
 	}
 	if got, want := show.stderr, fmt.Sprintf("spl: skipped corrupt checkpoint at clock %d\n", forged); got != want {
@@ -222,7 +223,7 @@ func TestRetentionCommands(t *testing.T) {
 	if len(applied) != 1 || len(applied[0].Erased) != 3 || applied[0].Kept != 3 || len(applied[0].Erasures) != 1 {
 		t.Fatalf("retention apply: %+v, want 3 erased (c0, c3, c4) and 3 kept", applied)
 	}
-	list := decodeJSON[[]checkpointJSON](t, mustSPL(t, home, "", "session", "list", "--thread", "th_r", "--json").stdout)
+	list := decodeJSON[[]wire.Checkpoint](t, mustSPL(t, home, "", "session", "list", "--thread", "th_r", "--json").stdout)
 	var got []string
 	for _, cp := range list {
 		got = append(got, cp.Summary)
@@ -235,7 +236,7 @@ func TestRetentionCommands(t *testing.T) {
 	}
 	// Enforced at save: the previous newest goes.
 	saveJSON(t, home, "th_r", "c6")
-	list = decodeJSON[[]checkpointJSON](t, mustSPL(t, home, "", "session", "list", "--thread", "th_r", "--json").stdout)
+	list = decodeJSON[[]wire.Checkpoint](t, mustSPL(t, home, "", "session", "list", "--thread", "th_r", "--json").stdout)
 	if len(list) != 3 || list[2].Summary != "c6" {
 		t.Fatalf("after a save: %d checkpoints, newest %q", len(list), list[len(list)-1].Summary)
 	}

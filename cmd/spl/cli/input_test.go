@@ -8,6 +8,7 @@ import (
 
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
+	"github.com/spl-dev/spl/wire"
 )
 
 // TestParseAgeRange checks that an age longer than a time.Duration holds
@@ -157,7 +158,7 @@ func TestJSONTimeLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rj, err := sdk.NewRecordJSON(rec.ID(), 1, rec)
+	rj, err := wire.NewRecord(rec.ID(), 1, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func TestJSONTimeLayout(t *testing.T) {
 		{"erased record time", tj.Time, wantWhole},
 		{"erased.time", tj.Erased.Time, wantTenths},
 		{"policy time", newPolicyJSON(sdk.RetentionPolicy{Thread: "t", KeepLast: 1, Time: whole}).Time, wantWhole},
-		{"thread last_time", newThreadJSON(sdk.ThreadInfo{LastActive: tenths}).LastTime, wantTenths},
+		{"thread last_time", sdk.ThreadInfo{LastActive: tenths}.Wire().LastTime, wantTenths},
 		{"checkpoint time", newLatestJSON(sdk.CheckpointInfo{Time: whole}).Time, wantWhole},
 		{"projection updated", status.Updated, wantWhole},
 	} {

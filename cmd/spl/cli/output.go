@@ -12,13 +12,7 @@ import (
 
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
-)
-
-// recordJSON and checkpointJSON are the --json forms of a record and of a
-// checkpoint, shared with the HTTP API of spl serve (sdk.RecordJSON).
-type (
-	recordJSON     = sdk.RecordJSON
-	checkpointJSON = sdk.CheckpointJSON
+	"github.com/spl-dev/spl/wire"
 )
 
 // receiptJSON is the --json form of what emit and session save print.
@@ -31,12 +25,14 @@ type receiptJSON struct {
 	Actor  string `json:"actor"`
 }
 
-func newRecordJSON(r sdk.Record) (recordJSON, error) {
-	return sdk.NewRecordJSON(r.ID, r.Clock, r.Record)
+// newRecordJSON and newCheckpointJSON give the --json forms of a record
+// and of a checkpoint, the forms the HTTP API of spl serve answers with.
+func newRecordJSON(r sdk.Record) (wire.Record, error) {
+	return wire.NewRecord(r.ID, r.Clock, r.Record)
 }
 
-func newCheckpointJSON(cp sdk.SavedCheckpoint) (checkpointJSON, error) {
-	return sdk.NewCheckpointJSON(cp.ID, cp.Clock, cp.Record.Record, cp.Checkpoint)
+func newCheckpointJSON(cp sdk.SavedCheckpoint) (wire.Checkpoint, error) {
+	return wire.NewCheckpoint(cp.ID, cp.Clock, cp.Record.Record, cp.Checkpoint)
 }
 
 func writeJSON(w io.Writer, v any) error {

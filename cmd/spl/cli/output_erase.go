@@ -14,6 +14,7 @@ import (
 	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
+	"github.com/spl-dev/spl/wire"
 )
 
 // erasedJSON says who erased a record, when and why: the "erased" field
@@ -29,7 +30,7 @@ type erasedJSON struct {
 // tailJSON is an element of "thread tail --json": a record, or with
 // --tombstones an erased record (body null, "erased" set).
 type tailJSON struct {
-	recordJSON
+	wire.Record
 	Erased *erasedJSON `json:"erased,omitempty"`
 }
 
@@ -123,11 +124,11 @@ func newVerifyJSON(rep sdk.VerifyReport) verifyJSON {
 
 func newErasedJSON(t sdk.Tombstone) *erasedJSON {
 	return &erasedJSON{By: t.ErasedBy.ID.String(), Clock: t.ErasedBy.Clock, Actor: t.Actor,
-		Time: sdk.FormatTime(t.Time), Reason: t.Reason}
+		Time: wire.FormatTime(t.Time), Reason: t.Reason}
 }
 
 func newTombstoneJSON(t sdk.Tombstone) tailJSON {
-	return tailJSON{recordJSON: sdk.HeaderJSON(t.ID, t.Clock, t.Header), Erased: newErasedJSON(t)}
+	return tailJSON{Record: wire.Header(t.ID, t.Clock, t.Header), Erased: newErasedJSON(t)}
 }
 
 func newShownJSON(r sdk.Record, corrupt error, ts *sdk.Tombstone) (shownJSON, error) {
@@ -137,10 +138,10 @@ func newShownJSON(r sdk.Record, corrupt error, ts *sdk.Tombstone) (shownJSON, er
 	case corrupt != nil:
 		j := shownJSON{Problem: problemOf(corrupt)}
 		if r.Record == nil {
-			j.recordJSON = recordJSON{ID: r.ID.String(), Clock: r.Clock, Body: json.RawMessage("null")}
+			j.Record = wire.Record{ID: r.ID.String(), Clock: r.Clock, Body: json.RawMessage("null")}
 			return j, nil
 		}
-		j.recordJSON = sdk.HeaderJSON(r.ID, r.Clock, r.Header)
+		j.Record = wire.Header(r.ID, r.Clock, r.Header)
 		if body, err := records.BodyToJSON(r.Body); err == nil {
 			j.Body = body
 		}
@@ -150,7 +151,7 @@ func newShownJSON(r sdk.Record, corrupt error, ts *sdk.Tombstone) (shownJSON, er
 	if err != nil {
 		return shownJSON{}, err
 	}
-	return shownJSON{tailJSON: tailJSON{recordJSON: rec}, Verified: true}, nil
+	return shownJSON{tailJSON: tailJSON{Record: rec}, Verified: true}, nil
 }
 
 // problemOf says why a record does not verify, without the error's
@@ -285,9 +286,4 @@ func writeTailTable(w io.Writer, recs []sdk.Record, tombs []sdk.Tombstone) error
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	return tw.Flush()
-}
-
-func isCorruptError(err error) bool {
-	_, ok := err.(*splog.CorruptError)
-	return ok
 }

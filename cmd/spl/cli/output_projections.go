@@ -12,13 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/spl-dev/spl/sdk"
+	"github.com/spl-dev/spl/wire"
 )
-
-// threadJSON is an element of "thread list --json": a thread of the thread
-// index, in the form the HTTP API of spl serve lists it too (sdk.ThreadJSON).
-type threadJSON = sdk.ThreadJSON
-
-func newThreadJSON(t sdk.ThreadInfo) threadJSON { return sdk.NewThreadJSON(t) }
 
 // kindsWidth is the width of the kinds cell of "thread list".
 const kindsWidth = 60
@@ -64,7 +59,7 @@ type latestJSON struct {
 	Thread    string `json:"thread"`
 	ID        string `json:"id"`
 	Clock     uint64 `json:"clock"`
-	Time      string `json:"time"` // sdk.TimeLayout, UTC
+	Time      string `json:"time"` // wire.TimeLayout, UTC
 	TS        int64  `json:"ts"`   // Unix milliseconds
 	Actor     string `json:"actor"`
 	Name      string `json:"name"`
@@ -75,7 +70,7 @@ type latestJSON struct {
 func newLatestJSON(c sdk.CheckpointInfo) latestJSON {
 	return latestJSON{
 		Thread: c.Thread, ID: c.ID.String(), Clock: c.Clock,
-		Time: sdk.FormatTime(c.Time), TS: c.Time.UnixMilli(),
+		Time: wire.FormatTime(c.Time), TS: c.Time.UnixMilli(),
 		Actor: c.Actor, Name: c.Name, SessionID: c.SessionID, Summary: c.Summary,
 	}
 }
@@ -103,7 +98,7 @@ type statusJSON struct {
 	LastCorrupt uint64 `json:"last_corrupt"` // the clock of the last of them (0: none)
 	Holder      string `json:"holder"`       // the process applying it, "" when none
 	RebuildTo   uint64 `json:"rebuild_to"`   // while a rebuild runs, its end; else 0
-	Updated     string `json:"updated"`      // sdk.TimeLayout, UTC; "" when never stored
+	Updated     string `json:"updated"`      // wire.TimeLayout, UTC; "" when never stored
 }
 
 func newStatusJSON(s sdk.ProjectionStatus) statusJSON {
@@ -112,7 +107,7 @@ func newStatusJSON(s sdk.ProjectionStatus) statusJSON {
 		Corrupt: s.Corrupt, LastCorrupt: s.LastCorrupt, Holder: s.Holder, RebuildTo: s.RebuildTo,
 	}
 	if !s.Updated.IsZero() {
-		j.Updated = sdk.FormatTime(s.Updated)
+		j.Updated = wire.FormatTime(s.Updated)
 	}
 	return j
 }

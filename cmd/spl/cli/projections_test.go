@@ -15,6 +15,7 @@ import (
 	"github.com/spl-dev/spl/projections"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
+	"github.com/spl-dev/spl/wire"
 )
 
 // emitJSON emits a record with spl and returns its receipt.
@@ -25,7 +26,7 @@ func emitJSON(t *testing.T, home, thread, kind, actor string, extra ...string) r
 	return decodeJSON[receiptJSON](t, mustSPL(t, home, "", args...).stdout)
 }
 
-func threadNames(ts []threadJSON) string {
+func threadNames(ts []wire.Thread) string {
 	var names []string
 	for _, t := range ts {
 		names = append(names, t.Thread)
@@ -41,7 +42,7 @@ func TestThreadList(t *testing.T) {
 	emitJSON(t, home, "th_c", "agent.note", other)
 	last := emitJSON(t, home, "th_a", "agent.step", seedActor)
 
-	all := decodeJSON[[]threadJSON](t, mustSPL(t, home, "", "thread", "list", "--json").stdout)
+	all := decodeJSON[[]wire.Thread](t, mustSPL(t, home, "", "thread", "list", "--json").stdout)
 	if got, want := threadNames(all), "th_a th_c th_b"; got != want {
 		t.Fatalf("threads=%q, want %q (newest activity first)", got, want)
 	}
@@ -71,7 +72,7 @@ func TestThreadList(t *testing.T) {
 		{[]string{"--actor", "did:sync:agent:nobody"}, ""},
 	} {
 		args := append([]string{"thread", "list", "--json"}, tc.args...)
-		if got := threadNames(decodeJSON[[]threadJSON](t, mustSPL(t, home, "", args...).stdout)); got != tc.want {
+		if got := threadNames(decodeJSON[[]wire.Thread](t, mustSPL(t, home, "", args...).stdout)); got != tc.want {
 			t.Errorf("thread list %v: %q, want %q", tc.args, got, tc.want)
 		}
 	}
@@ -97,10 +98,10 @@ func TestThreadList(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := threadNames(decodeJSON[[]threadJSON](t, mustSPL(t, home, "", "thread", "list", "--json", "--since", "1d").stdout)), "th_old th_a th_c th_b"; got != want {
+	if got, want := threadNames(decodeJSON[[]wire.Thread](t, mustSPL(t, home, "", "thread", "list", "--json", "--since", "1d").stdout)), "th_old th_a th_c th_b"; got != want {
 		t.Fatalf("--since 1d: %q, want %q", got, want)
 	}
-	if got := threadNames(decodeJSON[[]threadJSON](t, mustSPL(t, home, "", "thread", "list", "--json", "--since", "3d").stdout)); !strings.Contains(got, "th_older") {
+	if got := threadNames(decodeJSON[[]wire.Thread](t, mustSPL(t, home, "", "thread", "list", "--json", "--since", "3d").stdout)); !strings.Contains(got, "th_older") {
 		t.Fatalf("--since 3d: %q, want th_older in it", got)
 	}
 
@@ -314,7 +315,7 @@ func TestProjectionBehind(t *testing.T) {
 	}
 
 	release()
-	if got := decodeJSON[[]threadJSON](t, mustSPL(t, home, "", "thread", "list", "--json").stdout); len(got) != 1 {
+	if got := decodeJSON[[]wire.Thread](t, mustSPL(t, home, "", "thread", "list", "--json").stdout); len(got) != 1 {
 		t.Fatalf("thread list once the lease is free: %+v", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
+	"github.com/spl-dev/spl/wire"
 )
 
 func newRetentionCommand(a *app) *cobra.Command {
@@ -214,7 +215,7 @@ func newPolicyJSON(p sdk.RetentionPolicy) policyJSON {
 		j.ID = p.ID.String()
 	}
 	if !p.Time.IsZero() {
-		j.Time = sdk.FormatTime(p.Time)
+		j.Time = wire.FormatTime(p.Time)
 	}
 	return j
 }

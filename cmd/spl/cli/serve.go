@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/spl-dev/spl/env"
 	"github.com/spl-dev/spl/serve"
 )
 
@@ -83,9 +83,9 @@ to catch up. Listens on loopback unless
 	f.StringSliceVar(&cfg.Routes, "routes", nil, "route URLs of the other nodes (nats://host:port, comma-separated)")
 	f.IntVar(&cfg.Replicas, "replicas", 0, "replicas of the stream when it is created (default 1, 3 in a cluster)")
 	f.StringVar(&cfg.NATSConfigFile, "nats-config", "", "nats-server configuration file (accounts, TLS, ...), applied before the flags")
-	f.StringVar(&cfg.Token, "token", os.Getenv("SPL_SERVE_TOKEN"), "require this token from clients (default $SPL_SERVE_TOKEN)")
+	f.StringVar(&cfg.Token, "token", env.ServeToken(), "require this token from clients (default $SPL_SERVE_TOKEN)")
 	f.StringVar(&cfg.User, "user", "", "require this user from clients (with --password)")
-	f.StringVar(&cfg.Password, "password", os.Getenv("SPL_SERVE_PASSWORD"), "password of --user (default $SPL_SERVE_PASSWORD)")
+	f.StringVar(&cfg.Password, "password", env.ServePassword(), "password of --user (default $SPL_SERVE_PASSWORD)")
 	f.StringSliceVar(&cfg.NKeys, "nkey", nil, "public user nkey allowed to connect (repeatable)")
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate of the NATS listener")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "TLS key of the NATS listener")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
+	"github.com/spl-dev/spl/wire"
 )
 
 // DefaultListLimit is how many checkpoints "session list" shows by default.
@@ -129,7 +130,7 @@ itself when no spl serve runs it).`,
 				return fmt.Errorf("session list: %w", err)
 			}
 			if a.json {
-				out := make([]checkpointJSON, 0, len(cps))
+				out := make([]wire.Checkpoint, 0, len(cps))
 				for _, cp := range cps {
 					j, err := newCheckpointJSON(cp)
 					if err != nil {

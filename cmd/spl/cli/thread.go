@@ -11,6 +11,7 @@ import (
 	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
+	"github.com/spl-dev/spl/wire"
 )
 
 // DefaultTailLimit is how many records "thread tail" shows by default.
@@ -84,9 +85,9 @@ log (catching it up itself when no spl serve runs it).`,
 				return fmt.Errorf("thread list: %w", err)
 			}
 			if a.json {
-				out := make([]threadJSON, len(ts))
+				out := make([]wire.Thread, len(ts))
 				for i, t := range ts {
-					out[i] = newThreadJSON(t)
+					out[i] = t.Wire()
 				}
 				return writeJSON(cmd.OutOrStdout(), out)
 			}
@@ -161,7 +162,7 @@ object a line (JSON Lines) instead of an array.`,
 					break // a thread with no records is empty, not missing
 				}
 				if errors.Is(err, records.ErrCorrupt) {
-					corrupt = append(corrupt, flattenErrors(err)...)
+					corrupt = append(corrupt, sdk.SplitErrors(err)...)
 					continue
 				}
 				if err != nil {
@@ -173,7 +174,7 @@ object a line (JSON Lines) instead of an array.`,
 			if tombstones {
 				ts, err := c.Tombstones(ctx, thread)
 				if errors.Is(err, records.ErrCorrupt) {
-					corrupt = append(corrupt, flattenErrors(err)...)
+					corrupt = append(corrupt, sdk.SplitErrors(err)...)
 				} else if err != nil {
 					return fmt.Errorf("thread tail: %w", err)
 				}
@@ -277,7 +278,7 @@ func (p *tailPrinter) start(recs []sdk.Record, tombs []sdk.Tombstone) error {
 			if err != nil {
 				return err
 			}
-			rows = append(rows, tailJSON{recordJSON: j})
+			rows = append(rows, tailJSON{Record: j})
 		}
 		for _, t := range tombs {
 			rows = append(rows, newTombstoneJSON(t))
@@ -310,7 +311,7 @@ func (p *tailPrinter) record(r sdk.Record) error {
 		if err != nil {
 			return err
 		}
-		return writeJSONLine(p.t.w, tailJSON{recordJSON: j})
+		return writeJSONLine(p.t.w, tailJSON{Record: j})
 	}
 	cells, err := recordCells(r)
 	if err != nil {
@@ -367,19 +368,11 @@ func (a *app) writeTail(cmd *cobra.Command, recs []sdk.Record, tombs []sdk.Tombs
 		if err != nil {
 			return err
 		}
-		out = append(out, tailJSON{recordJSON: j})
+		out = append(out, tailJSON{Record: j})
 	}
 	for _, t := range tombs {
 		out = append(out, newTombstoneJSON(t))
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Clock < out[j].Clock })
 	return writeJSON(cmd.OutOrStdout(), out)
-}
-
-// flattenErrors returns the errors an errors.Join holds, or err alone.
-func flattenErrors(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok && !isCorruptError(err) {
-		return j.Unwrap()
-	}
-	return []error{err}
 }

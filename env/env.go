@@ -1,0 +1,69 @@
+// Package env reads the environment variables spl is configured by, in
+// one place: the spl command, the SDK and the log call it rather than
+// os.Getenv, so that each variable has one name, one default and one
+// documented meaning.
+//
+//	variable            read by             meaning (default)
+//	SPL_HOME            Home                data directory of the embedded log (~/.spl)
+//	SPL_ACTOR           Actor               actor DID of records emitted without one (none)
+//	SPL_SERVER          Server              NATS URL of an spl server to use instead of the embedded log (none)
+//	SPL_CREDS           Creds               NATS credentials file for SPL_SERVER or --server (none)
+//	SPL_SERVE_TOKEN     ServeToken          token spl serve requires from clients (none)
+//	SPL_SERVE_PASSWORD  ServePassword       password of spl serve's --user (none)
+//
+// A flag of the spl command, or an option of the SDK, overrides the
+// variable it names. A variable set to "" is the same as one not set.
+// The benchmark harness (bench/) has variables of its own.
+//
+// env imports only the standard library.
+package env
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// The names of the variables.
+const (
+	HomeVar          = "SPL_HOME"
+	ActorVar         = "SPL_ACTOR"
+	ServerVar        = "SPL_SERVER"
+	CredsVar         = "SPL_CREDS"
+	ServeTokenVar    = "SPL_SERVE_TOKEN"
+	ServePasswordVar = "SPL_SERVE_PASSWORD"
+)
+
+// Home returns the data directory of the embedded log: $SPL_HOME, else
+// .spl in the user's home directory. It fails only when SPL_HOME is not
+// set and there is no home directory.
+func Home() (string, error) {
+	if d := os.Getenv(HomeVar); d != "" {
+		return d, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("spl/env: no %s and no home directory: %w", HomeVar, err)
+	}
+	return filepath.Join(home, ".spl"), nil
+}
+
+// Actor returns $SPL_ACTOR: the actor (a DID such as did:sync:agent:dev)
+// of records emitted without one; "" when not set.
+func Actor() string { return os.Getenv(ActorVar) }
+
+// Server returns $SPL_SERVER: the NATS URL of an spl server (spl serve) to
+// use instead of the embedded log; "" when not set.
+func Server() string { return os.Getenv(ServerVar) }
+
+// Creds returns $SPL_CREDS: the NATS credentials file to connect to the
+// server with; "" when not set.
+func Creds() string { return os.Getenv(CredsVar) }
+
+// ServeToken returns $SPL_SERVE_TOKEN: the token spl serve requires from
+// clients; "" when not set.
+func ServeToken() string { return os.Getenv(ServeTokenVar) }
+
+// ServePassword returns $SPL_SERVE_PASSWORD: the password spl serve
+// requires of its --user; "" when not set.
+func ServePassword() string { return os.Getenv(ServePasswordVar) }
