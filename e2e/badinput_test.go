@@ -28,6 +28,11 @@ func TestBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	badUTF8 := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(badUTF8, []byte("{\"s\":\"a\xffb\"}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
 	save := func(args ...string) []string {
 		return append([]string{"session", "save", "--thread", fresh}, args...)
 	}
@@ -55,6 +60,19 @@ func TestBadInput(t *testing.T) {
 			[]string{"kind", "lower-case", `"Agent.Step"`}},
 		{"2 MiB body", emit("--act", "KNOW", "--kind", "agent.step", "--body-file", big),
 			[]string{"body", "limit is 1048576"}},
+		// Input a JSON decoder would change is refused, not stored changed.
+		{"duplicate key", emit("--act", "KNOW", "--kind", "agent.step", "--body", `{"a":{"x":1,"x":2}}`),
+			[]string{"body.a.x", `duplicate key "x"`}},
+		{"invalid UTF-8", emit("--act", "KNOW", "--kind", "agent.step", "--body-file", badUTF8),
+			[]string{"body.s", "invalid UTF-8"}},
+		{"lone surrogate", emit("--act", "KNOW", "--kind", "agent.step", "--body", `{"s":["\ud800"]}`),
+			[]string{"body.s[0]", `lone surrogate \ud800`}},
+		{"number underflow", emit("--act", "KNOW", "--kind", "agent.step", "--body", `{"n":1e-400}`),
+			[]string{"body.n", `number "1e-400" cannot be kept exactly`}},
+		{"number overflow", emit("--act", "KNOW", "--kind", "agent.step", "--body", `{"n":-1e400}`),
+			[]string{"body.n", `number "-1e400" cannot be kept exactly`}},
+		{"integer past uint64", emit("--act", "KNOW", "--kind", "agent.step", "--body", `{"n":99999999999999999999}`),
+			[]string{"body.n", "out of range"}},
 		{"no actor", save("--summary", "s", "--learnings", "l"),
 			[]string{"actor", "SPL_ACTOR"}},
 	} {

@@ -27,6 +27,8 @@ func TestRefusedInput(t *testing.T) {
 		{"verify unknown thread", []string{"verify", "nosuchthread"}, 2, `verify: thread "nosuchthread" has no records`},
 		{"serve user alone", []string{"serve", "--user", "u"}, 1, "serve: --password: --user and --password go together"},
 		{"serve log level", []string{"serve", "--log-level", "loud"}, 1, "--log-level: must be debug, info, warn or error"},
+		{"serve write timeout", []string{"serve", "--http-write-timeout", "5s"}, 1, "serve: --http-write-timeout: must be longer than Heartbeat (15s)"},
+		{"serve max conns", []string{"serve", "--http-max-conns", "-1"}, 1, "serve: --http-max-conns: must not be negative, got -1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := h.run(t, nil, tc.args...)

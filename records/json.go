@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -16,36 +14,40 @@ import (
 )
 
 // BodyFromJSON converts a JSON object to the canonical CBOR bytes of a body
-// map, for callers (the CLI) that take bodies as JSON.
+// map, for the faces (the CLI, the HTTP API) that take bodies as JSON.
 //
-// Numbers without '.', 'e' or 'E' become CBOR integers; one outside the
-// int64 and uint64 ranges is a *FieldError naming its path
-// ("body.usage.tokens"). Other numbers become float64 values (encoded in
-// their shortest exact float form). Strings, booleans, null, arrays and
-// nested objects map to their CBOR counterparts. Input that is not one JSON
-// object is a *FieldError{Field: "body", Rule: "must be a JSON object: …"}.
+// The JSON is read strictly (CheckJSON): input that a JSON decoder would
+// silently change is refused with a *FieldError naming the path of the
+// value ("body.usage.tokens") and the reason: a duplicate key, a string
+// or key that is not valid UTF-8 or holds a lone UTF-16 surrogate, or a
+// number that cannot be kept exactly.
+//
+// Numbers without '.', 'e' or 'E' become CBOR integers; one outside
+// -2^64 to 2^64-1 is refused. Other numbers become the nearest float64
+// (encoded in its shortest exact float form); one beyond the float64 range,
+// or one whose digits are not all zero that would become 0, is refused.
+// Strings, booleans, null, arrays and nested objects map to their CBOR
+// counterparts. Input that is not one JSON object is a
+// *FieldError{Field: "body", Rule: "must be a JSON object: …"}.
 func BodyFromJSON(data []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, notJSONObject("empty input")
+	i := 0
+	for i < len(data) && strings.IndexByte(" \t\r\n", data[i]) >= 0 {
+		i++
+	}
+	if i < len(data) && data[i] != '{' {
+		if t := jsonType(data[i]); t != "" {
+			return nil, notJSONObject("got " + t)
 		}
-		return nil, notJSONObject(err.Error())
 	}
-	if err := dec.Decode(new(any)); !errors.Is(err, io.EOF) {
-		return nil, notJSONObject("data after the object")
-	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return nil, notJSONObject("got " + jsonType(v))
-	}
-	conv, err := fromJSON("body", obj)
+	v, err := readJSON(data, "body")
 	if err != nil {
+		var se *jsonSyntaxError
+		if errors.As(err, &se) {
+			return nil, notJSONObject(se.msg)
+		}
 		return nil, err
 	}
-	b, err := encMode.Marshal(conv)
+	b, err := encMode.Marshal(v)
 	if err != nil {
 		return nil, fieldErrorf("body", "cannot encode as CBOR: %v", err)
 	}
@@ -59,78 +61,21 @@ func notJSONObject(why string) *FieldError {
 	return &FieldError{Field: "body", Rule: "must be a JSON object: " + why}
 }
 
-func jsonType(v any) string {
-	switch v.(type) {
-	case nil:
+// jsonType names the JSON value that starts with c, "" when none does.
+func jsonType(c byte) string {
+	switch {
+	case c == 'n':
 		return "null"
-	case bool:
+	case c == 't' || c == 'f':
 		return "a boolean"
-	case json.Number:
+	case c == '-' || ('0' <= c && c <= '9'):
 		return "a number"
-	case string:
+	case c == '"':
 		return "a string"
-	case []any:
+	case c == '[':
 		return "an array"
 	}
-	return "an object"
-}
-
-// fromJSON converts a value decoded with UseNumber to a value to encode.
-func fromJSON(path string, v any) (any, error) {
-	switch v := v.(type) {
-	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys) // the first error reported does not depend on map order
-		m := make(map[string]any, len(v))
-		for _, k := range keys {
-			c, err := fromJSON(path+"."+k, v[k])
-			if err != nil {
-				return nil, err
-			}
-			m[k] = c
-		}
-		return m, nil
-	case []any:
-		a := make([]any, len(v))
-		for i, e := range v {
-			c, err := fromJSON(fmt.Sprintf("%s[%d]", path, i), e)
-			if err != nil {
-				return nil, err
-			}
-			a[i] = c
-		}
-		return a, nil
-	case json.Number:
-		return jsonNumber(path, string(v))
-	}
-	return v, nil // string, bool, nil
-}
-
-// minCBORInt is -2^64, the smallest integer CBOR encodes without a tag.
-var minCBORInt = new(big.Int).Neg(new(big.Int).Lsh(big.NewInt(1), 64))
-
-func jsonNumber(path, s string) (any, error) {
-	if !strings.ContainsAny(s, ".eE") {
-		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-			return i, nil
-		}
-		if u, err := strconv.ParseUint(s, 10, 64); err == nil {
-			return u, nil
-		}
-		// CBOR's own range reaches down to -2^64 (major type 1).
-		if b, ok := new(big.Int).SetString(s, 10); ok && b.Sign() < 0 && b.Cmp(minCBORInt) >= 0 {
-			return *b, nil
-		}
-		return nil, fieldErrorf(path, "integer %s is out of range [-18446744073709551616, 18446744073709551615]", quote(s))
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return nil, fieldErrorf(path, "number %s is out of the float64 range", quote(s))
-	}
-	return f, nil
+	return ""
 }
 
 // BodyToJSON converts a body (a canonical CBOR map) to a JSON object. Byte

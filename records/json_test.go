@@ -2,7 +2,10 @@ package records
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -28,6 +31,12 @@ func TestBodyFromJSON(t *testing.T) {
 		{"nested", `{"o":{"a":[1,{"b":[]}]}}`, "a1616fa161618201a1616280"},
 		{"sorted keys", `{"bb":1,"c":2,"a":3}`, "a3616103616302626262" + "01"},
 		{"unicode", `{"é":"日本"}`, "a162c3a966e697a5e69cac"},
+		{"escaped surrogate pair", `{"s":"\ud83c\udf89"}`, "a16173" + "64f09f8e89"},
+		{"U+FFFD given is kept", `{"s":"\ufffd"}`, "a16173" + "63efbfbd"},
+		{"escapes", `{"s":"\"\\\/\b\f\n\r\t\u00e9"}`, "a16173" + "6a225c2f080c0a0d09c3a9"},
+		{"smallest float64", `{"a":5e-324}`, "a16161fb0000000000000001"},
+		{"zero with a tiny exponent", `{"a":0.0e-400}`, "a16161f90000"},
+		{"-0.0 is a float", `{"a":-0.0}`, "a16161f98000"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := BodyFromJSON([]byte(tt.json))
@@ -52,11 +61,29 @@ func TestBodyFromJSONRejects(t *testing.T) {
 		{"string", `"s"`, "body", "must be a JSON object: got a string"},
 		{"unterminated", `{"a":1`, "body", "must be a JSON object: "},
 		{"missing value", `{"a":}`, "body", "must be a JSON object: invalid character"},
-		{"two objects", `{} {}`, "body", "must be a JSON object: data after the object"},
+		{"two objects", `{} {}`, "body", "must be a JSON object: data after the value"},
 		{"trailing garbage", `{}x`, "body", "must be a JSON object: "},
 		{"uint64 overflow", `{"a":{"b":[0,18446744073709551616]}}`, "body.a.b[1]", "integer \"18446744073709551616\" is out of range"},
 		{"below -2^64", `{"n":-18446744073709551617}`, "body.n", "out of range"},
-		{"float overflow", `{"f":1e400}`, "body.f", "out of the float64 range"},
+		{"float overflow", `{"f":1e400}`, "body.f", `number "1e400" cannot be kept exactly`},
+		{"negative float overflow", `{"f":[-1.5e309]}`, "body.f[0]", "beyond the float64 range"},
+		{"float underflow", `{"a":{"b":1e-400}}`, "body.a.b", `number "1e-400" cannot be kept exactly`},
+		{"negative underflow", `{"a":-2.5e-999}`, "body.a", "would become 0"},
+		{"huge integer", `{"n":` + strings.Repeat("9", 5000) + `}`, "body.n", "out of range"},
+		{"duplicate key", `{"x":1,"x":2}`, "body.x", `duplicate key "x"`},
+		{"duplicate nested key", `{"a":{"b":[{"k":1,"j":2,"k":1}]}}`, "body.a.b[0].k", `duplicate key "k"`},
+		{"duplicate after escape", `{"k":1,"\u006b":2}`, "body.k", `duplicate key "k"`},
+		{"invalid UTF-8 value", "{\"s\":\"a\xffb\"}", "body.s", "invalid UTF-8"},
+		{"invalid UTF-8 key", "{\"a\":{\"k\xc3\":1}}", `body.a."k\xc3"`, "key: invalid UTF-8"},
+		{"overlong UTF-8", "{\"s\":\"\xc0\xaf\"}", "body.s", "invalid UTF-8"},
+		{"UTF-8 surrogate", "{\"s\":\"\xed\xa0\x80\"}", "body.s", "invalid UTF-8"},
+		{"lone high surrogate", `{"s":"\ud800"}`, "body.s", `lone surrogate \ud800`},
+		{"lone low surrogate", `{"s":["ok","x\udc00y"]}`, "body.s[1]", `lone surrogate \udc00`},
+		{"high surrogate then not low", `{"s":"\ud800\u0041"}`, "body.s", `lone surrogate \ud800`},
+		{"lone surrogate in key", `{"\ud83d":1}`, `body."\\ud83d"`, `key: lone surrogate \ud83d`},
+		{"bad escape", `{"s":"\x"}`, "body", "must be a JSON object: invalid character"},
+		{"control character", "{\"s\":\"a\tb\"}", "body", "must be a JSON object: invalid character"},
+		{"leading zero", `{"n":01}`, "body", "must be a JSON object: invalid character"},
 		{"too deep", `{"a":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`, "body", "must be a canonical CBOR map"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -135,4 +162,98 @@ func TestBodyJSONBigNegative(t *testing.T) {
 			t.Fatalf("round trip=%s, want %s", got, want)
 		}
 	}
+}
+
+// CheckJSON reads any JSON value, under a root the caller names: "" for a
+// request whose top-level keys are field names of their own.
+func TestCheckJSON(t *testing.T) {
+	for _, tt := range []struct {
+		name, json, root, field, rule string // field "": accepted
+	}{
+		{"request", `{"thread":"t","body":{"a":[1,2.5,"x"]},"ts":1}`, "", "", ""},
+		{"array", `[1,{"a":null}]`, "", "", ""},
+		{"duplicate field", `{"thread":"a","act":"KNOW","thread":"b"}`, "", "thread", `duplicate key "thread"`},
+		{"duplicate in body", `{"thread":"a","body":{"x":1,"x":1}}`, "", "body.x", `duplicate key "x"`},
+		{"lone surrogate in a field", `{"thread":"\ud800"}`, "", "thread", `lone surrogate \ud800`},
+		{"invalid UTF-8 field", "{\"actor\":\"did:\xfe\"}", "", "actor", "invalid UTF-8"},
+		{"underflow in body", `{"body":{"n":1e-400}}`, "", "body.n", "cannot be kept exactly"},
+		{"underflow under a root", `[1e-400]`, "x", "x[0]", "cannot be kept exactly"},
+		{"not JSON", `{"a":`, "", "", "not JSON: unexpected end of input"},
+		{"empty", ``, "req", "req", "not JSON: empty input"},
+		{"two values", `{} 1`, "", "", "not JSON: data after the value"},
+		{"too deep", strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1), "", "", "not JSON: nested more than"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckJSON([]byte(tt.json), tt.root)
+			if tt.rule == "" {
+				if err != nil {
+					t.Fatalf("CheckJSON(%s)=%v, want nil", tt.json, err)
+				}
+				return
+			}
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("CheckJSON(%s)=%v, want a *FieldError", tt.json, err)
+			}
+			if got, want := fe.Field, tt.field; got != want {
+				t.Fatalf("Field=%q, want %q", got, want)
+			}
+			if !strings.Contains(fe.Rule, tt.rule) {
+				t.Fatalf("Rule=%q, want it to contain %q", fe.Rule, tt.rule)
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("CheckJSON(%s)=%v, want it to wrap ErrInvalid", tt.json, err)
+			}
+		})
+	}
+}
+
+// Every JSON document encoding/json accepts without changing it, the
+// strict reader reads to the same values: the rules refuse, they never
+// reinterpret.
+func TestReadJSONAgreesWithEncodingJSON(t *testing.T) {
+	for _, in := range []string{
+		`{"a":[1,-2,0.5,1e300,"s\u00e9\n",true,null,{"b":{}}],"c":"日本 🎉","d":-0.0,"e":1E+2}`,
+		`{"big":18446744073709551615,"neg":-9223372036854775808,"esc":"\ud83c\udf89\/"}`,
+	} {
+		got, err := readJSON([]byte(in), "body")
+		if err != nil {
+			t.Fatalf("readJSON(%s): %v", in, err)
+		}
+		var want any
+		dec := json.NewDecoder(strings.NewReader(in))
+		dec.UseNumber()
+		if err := dec.Decode(&want); err != nil {
+			t.Fatal(err)
+		}
+		if g, w := fmt.Sprint(normalize(got)), fmt.Sprint(normalize(want)); g != w {
+			t.Fatalf("readJSON(%s)=%s, want %s", in, g, w)
+		}
+	}
+}
+
+// normalize maps the numbers of a decoded JSON value to their float64
+// text, so that the two readers' number types compare.
+func normalize(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, e := range v {
+			m[k] = normalize(e)
+		}
+		return m
+	case []any:
+		a := make([]any, len(v))
+		for i, e := range v {
+			a[i] = normalize(e)
+		}
+		return a
+	case json.Number:
+		f, _ := strconv.ParseFloat(string(v), 64)
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	case int64, uint64, float64:
+		f, _ := strconv.ParseFloat(fmt.Sprint(v), 64)
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return v
 }

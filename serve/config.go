@@ -22,6 +22,11 @@ const (
 	DefaultMaxBody         = 2 << 20 // bytes of one HTTP request body
 	DefaultHeartbeat       = 15 * time.Second
 	DefaultShutdownTimeout = 30 * time.Second
+
+	DefaultHTTPReadTimeout  = 30 * time.Second  // one request, headers and body
+	DefaultHTTPWriteTimeout = 60 * time.Second  // one answer; one write of an SSE tail
+	DefaultHTTPIdleTimeout  = 120 * time.Second // a keep-alive connection between requests
+	DefaultHTTPMaxConns     = 1024              // HTTP connections open at once
 )
 
 // maxPayload is the largest NATS message the server accepts: a record of
@@ -94,6 +99,26 @@ type Config struct {
 	// when zero).
 	ShutdownTimeout time.Duration
 
+	// HTTPReadTimeout bounds reading one HTTP request, headers and body
+	// (http.Server.ReadTimeout; DefaultHTTPReadTimeout when zero): a client
+	// that sends half a body and stalls is cut off after it.
+	HTTPReadTimeout time.Duration
+	// HTTPWriteTimeout bounds writing one HTTP answer from the end of its
+	// request's headers (http.Server.WriteTimeout; DefaultHTTPWriteTimeout
+	// when zero). An SSE tail lives past it: each of its writes gets
+	// HTTPWriteTimeout of its own, so it must be longer than Heartbeat.
+	HTTPWriteTimeout time.Duration
+	// HTTPIdleTimeout bounds how long a keep-alive connection waits for its
+	// next request (http.Server.IdleTimeout; DefaultHTTPIdleTimeout when
+	// zero).
+	HTTPIdleTimeout time.Duration
+	// HTTPMaxConns bounds the HTTP connections open at once
+	// (DefaultHTTPMaxConns when zero), so that clients never take the file
+	// descriptors the log needs. Past it, new connections wait in the
+	// listener's backlog until one closes; the timeouts above bound how long
+	// that takes.
+	HTTPMaxConns int
+
 	// Projectors, when set, is called once the log is open and returns the
 	// projectors the server runs until shutdown. The projections runtime
 	// plugs in here (see Projector).
@@ -136,6 +161,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.HTTPReadTimeout == 0 {
+		c.HTTPReadTimeout = DefaultHTTPReadTimeout
+	}
+	if c.HTTPWriteTimeout == 0 {
+		c.HTTPWriteTimeout = DefaultHTTPWriteTimeout
+	}
+	if c.HTTPIdleTimeout == 0 {
+		c.HTTPIdleTimeout = DefaultHTTPIdleTimeout
+	}
+	if c.HTTPMaxConns == 0 {
+		c.HTTPMaxConns = DefaultHTTPMaxConns
 	}
 	return c
 }
@@ -181,6 +218,14 @@ func (c Config) validate() error {
 		return configErr("Heartbeat", "must be at least 100ms, got %v", c.Heartbeat)
 	case c.Timeout < 0:
 		return configErr("Timeout", "must not be negative, got %v", c.Timeout)
+	case c.HTTPReadTimeout < 0:
+		return configErr("HTTPReadTimeout", "must not be negative, got %v", c.HTTPReadTimeout)
+	case c.HTTPWriteTimeout <= c.Heartbeat:
+		return configErr("HTTPWriteTimeout", "must be longer than Heartbeat (%v): an SSE tail writes a heartbeat every Heartbeat, got %v", c.Heartbeat, c.HTTPWriteTimeout)
+	case c.HTTPIdleTimeout < 0:
+		return configErr("HTTPIdleTimeout", "must not be negative, got %v", c.HTTPIdleTimeout)
+	case c.HTTPMaxConns < 0:
+		return configErr("HTTPMaxConns", "must not be negative, got %d", c.HTTPMaxConns)
 	}
 	if c.ClusterName != "" {
 		if err := c.checkAddr("ClusterListen", c.ClusterListen); err != nil {

@@ -291,7 +291,10 @@ func appendResult(err error) string {
 }
 
 // decodeStrict decodes one JSON object into v, refusing unknown fields and
-// trailing data, and says what was wrong.
+// trailing data, and says what was wrong. It refuses too what
+// encoding/json would silently change (records.CheckJSON: duplicate keys,
+// invalid UTF-8, lone surrogates, numbers not kept exactly; checkFieldNames:
+// a field named in another case), naming the field.
 func decodeStrict(data []byte, v any) (wire.Error, bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -300,7 +303,14 @@ func decodeStrict(data []byte, v any) (wire.Error, bool) {
 		err = errors.New("data after the JSON object")
 	}
 	if err == nil {
+		err = cmp.Or(records.CheckJSON(data, ""), checkFieldNames(data, v))
+	}
+	if err == nil {
 		return wire.Error{}, true
+	}
+	var fe *records.FieldError
+	if errors.As(err, &fe) {
+		return wire.Error{Error: err.Error(), Field: fe.Field, Rule: fe.Rule}, false
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {

@@ -175,9 +175,13 @@ func (s *Server) Start(ctx context.Context) error {
 			return fmt.Errorf("spl/serve: http listen %s: %w", s.cfg.HTTP, err)
 		}
 		s.httpLn = ln
+		ln = newLimitListener(ln, s.cfg.HTTPMaxConns) // see limits.go
 		s.httpSrv = &http.Server{
-			Handler:           s.routes(),
-			ReadHeaderTimeout: 10 * time.Second,
+			Handler:           streamDeadlines(s.routes(), s.cfg.HTTPWriteTimeout),
+			ReadHeaderTimeout: min(10*time.Second, s.cfg.HTTPReadTimeout),
+			ReadTimeout:       s.cfg.HTTPReadTimeout,
+			WriteTimeout:      s.cfg.HTTPWriteTimeout,
+			IdleTimeout:       s.cfg.HTTPIdleTimeout,
 			ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
 		}
 		go func() {

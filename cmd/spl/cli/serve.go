@@ -92,6 +92,10 @@ to catch up. Listens on loopback unless
 	f.StringVar(&cfg.TLSCA, "tls-ca", "", "CA that signs client certificates")
 	f.BoolVar(&cfg.TLSVerify, "tls-verify", false, "require client certificates signed by --tls-ca")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", serve.DefaultShutdownTimeout, "bound on the graceful shutdown")
+	f.DurationVar(&cfg.HTTPReadTimeout, "http-read-timeout", serve.DefaultHTTPReadTimeout, "bound on reading one HTTP request, headers and body")
+	f.DurationVar(&cfg.HTTPWriteTimeout, "http-write-timeout", serve.DefaultHTTPWriteTimeout, "bound on writing one HTTP answer (an SSE tail: on each write)")
+	f.DurationVar(&cfg.HTTPIdleTimeout, "http-idle-timeout", serve.DefaultHTTPIdleTimeout, "bound on a keep-alive HTTP connection's wait for its next request")
+	f.IntVar(&cfg.HTTPMaxConns, "http-max-conns", serve.DefaultHTTPMaxConns, "HTTP connections open at once; more wait in the listen backlog")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	return cmd
@@ -106,6 +110,8 @@ var serveFlags = map[string]string{
 	"NATSConfigFile": "--nats-config", "Token": "--token", "User": "--user", "Password": "--password",
 	"NKeys": "--nkey", "TLSCert": "--tls-cert", "TLSKey": "--tls-key", "TLSCA": "--tls-ca",
 	"TLSVerify": "--tls-verify", "ShutdownTimeout": "--shutdown-timeout",
+	"HTTPReadTimeout": "--http-read-timeout", "HTTPWriteTimeout": "--http-write-timeout",
+	"HTTPIdleTimeout": "--http-idle-timeout", "HTTPMaxConns": "--http-max-conns",
 }
 
 // serveFlag is the flag of a serve.ConfigError's field: "--routes" for

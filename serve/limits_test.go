@@ -1,0 +1,189 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigValidateHTTPLimits(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		cfg   Config
+		field string
+	}{
+		{"negative read timeout", Config{Dir: "d", HTTPReadTimeout: -time.Second}, "HTTPReadTimeout"},
+		{"write timeout under heartbeat", Config{Dir: "d", HTTPWriteTimeout: 10 * time.Second}, "HTTPWriteTimeout"},
+		{"write timeout equal to heartbeat", Config{Dir: "d", Heartbeat: time.Second, HTTPWriteTimeout: time.Second}, "HTTPWriteTimeout"},
+		{"negative idle timeout", Config{Dir: "d", HTTPIdleTimeout: -1}, "HTTPIdleTimeout"},
+		{"negative max conns", Config{Dir: "d", HTTPMaxConns: -1}, "HTTPMaxConns"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(tt.cfg, nil)
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("New: err=%v, want a *ConfigError", err)
+			}
+			if got, want := ce.Field, tt.field; got != want {
+				t.Fatalf("Field=%q, want %q (%v)", got, want, err)
+			}
+		})
+	}
+	cfg := Config{Dir: "d"}.withDefaults()
+	if cfg.HTTPReadTimeout != DefaultHTTPReadTimeout || cfg.HTTPWriteTimeout != DefaultHTTPWriteTimeout ||
+		cfg.HTTPIdleTimeout != DefaultHTTPIdleTimeout || cfg.HTTPMaxConns != DefaultHTTPMaxConns {
+		t.Fatalf("defaults: %+v", cfg)
+	}
+}
+
+// stall opens a connection to s that sends the headers of an emit and half
+// its body, then nothing.
+func stall(t *testing.T, s *Server) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", s.HTTPAddr())
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_, err = io.WriteString(c, "POST /v1/records HTTP/1.1\r\nHost: spl\r\nContent-Type: application/json\r\n"+
+		"Content-Length: 200\r\n\r\n"+`{"thread":"th","act":"DO",`)
+	if err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	return c
+}
+
+// A client that sends half a body and stalls is cut off after the read
+// timeout, and learns why.
+func TestSlowBodyCutOff(t *testing.T) {
+	s := start(t, Config{HTTPReadTimeout: 500 * time.Millisecond})
+	c := stall(t, s)
+	start := time.Now()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	answer, err := io.ReadAll(c) // until the server closes the connection
+	if err != nil {
+		t.Fatalf("read after %v: %v (the server did not close the stalled connection)", time.Since(start), err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("cut off after %v, want about 500ms", d)
+	}
+	if !strings.HasPrefix(string(answer), "HTTP/1.1 400") {
+		t.Fatalf("answer %q, want a 400", answer)
+	}
+}
+
+// With HTTPMaxConns connections stalled, a new connection waits in the
+// backlog (the limit holds) and /healthz is answered once the read
+// timeout cuts a stalled one off.
+func TestHealthAtConnLimit(t *testing.T) {
+	const timeout = time.Second
+	s := start(t, Config{HTTPReadTimeout: timeout, HTTPMaxConns: 2})
+	stall(t, s)
+	stall(t, s)
+	time.Sleep(100 * time.Millisecond) // both accepted, holding the slots
+
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	start := time.Now()
+	var h healthJSON
+	code, _ := callWith(t, client, "GET", base(s)+"/healthz", "", &h)
+	d := time.Since(start)
+	if code != http.StatusOK || h.Status != "ok" {
+		t.Fatalf("healthz: code %d, %+v", code, h)
+	}
+	if d < timeout/2 {
+		t.Fatalf("healthz answered after %v with every slot held: the connection limit did not hold", d)
+	}
+	if d > 5*time.Second {
+		t.Fatalf("healthz answered after %v, want about %v (the read timeout)", d, timeout)
+	}
+}
+
+// An SSE tail lives past the read and write timeouts, which bound one
+// request and one answer, and still gets records.
+func TestTailOutlivesTimeouts(t *testing.T) {
+	s := start(t, Config{Heartbeat: 100 * time.Millisecond, HTTPReadTimeout: 300 * time.Millisecond, HTTPWriteTimeout: 300 * time.Millisecond})
+	b := base(s)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", b+"/v1/threads/th/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("tail: %v", err)
+	}
+	defer resp.Body.Close()
+	events := readEvents(resp.Body, false)
+	time.Sleep(time.Second) // past both timeouts
+	if code := call(t, "POST", b+"/v1/records", emitBody("th", "DO", "agent.step", `{"step":1}`), nil); code != 201 {
+		t.Fatalf("emit: code %d", code)
+	}
+	if ev := next(t, events, true); ev.event != "record" || !strings.Contains(ev.data, `"step":1`) {
+		t.Fatalf("event %+v, want the record", ev)
+	}
+}
+
+func TestLimitListener(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLimitListener(inner, 1)
+	defer l.Close()
+	for range 2 {
+		c, err := net.Dial("tcp", inner.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	first, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := l.Accept()
+		if err == nil {
+			accepted <- c
+		}
+		close(accepted)
+	}()
+	select {
+	case <-accepted:
+		t.Fatalf("a second connection was accepted while the first was open")
+	case <-time.After(200 * time.Millisecond):
+	}
+	first.Close()
+	first.Close() // a second Close frees nothing more
+	var second net.Conn
+	select {
+	case c, ok := <-accepted:
+		if !ok {
+			t.Fatalf("second Accept failed")
+		}
+		second = c
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the second connection was not accepted once the first closed")
+	}
+	defer second.Close()
+	// Close ends an Accept waiting for a slot.
+	ended := make(chan error, 1)
+	go func() {
+		_, err := l.Accept()
+		ended <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	l.Close()
+	select {
+	case err := <-ended:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("Accept after Close: %v, want net.ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("Close did not end an Accept waiting for a slot")
+	}
+}
