@@ -47,7 +47,7 @@ func (p *jsPeer) start(ctx context.Context, loc string, noSync bool) (*jsStore, 
 	// The very server spl's embedded log runs, on the same options.
 	opts := natsio.EmbeddedServerOptions(p.dir(loc), !noSync)
 	opts.ServerName = "bench-jetstream"
-	srv, err := natsio.StartServer(opts)
+	srv, err := natsio.StartServer(opts, nil)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream server: %w", err)
 	}

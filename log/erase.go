@@ -305,3 +305,14 @@ func (l *Log) now() time.Time {
 	}
 	return time.Now()
 }
+
+// CheckErase refuses, reading thread once and writing nothing, what Erase
+// of ids on thread would refuse: an erasure record (erasures stay as the
+// audit trail, ErrNotErasable), a record of another thread
+// (ErrNotErasable), an id that is nowhere (ErrNotFound). A caller that
+// erases a large set in several erasure records checks the whole set
+// first, so that a refusal erases nothing.
+func (l *Log) CheckErase(ctx context.Context, thread string, ids []records.ID) error {
+	_, _, err := l.eraseTargets(ctx, thread, ids)
+	return err
+}

@@ -52,7 +52,7 @@ func checkpointEvent(i, threads int) sdk.Event {
 // before its ack), and the same stream.
 func rawJetStream(b *testing.B) jetstream.JetStream {
 	b.Helper()
-	srv, err := natsio.StartServer(natsio.EmbeddedServerOptions(b.TempDir(), true))
+	srv, err := natsio.StartServer(natsio.EmbeddedServerOptions(b.TempDir(), true), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

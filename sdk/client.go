@@ -22,6 +22,7 @@ import (
 	"github.com/spl-dev/spl/env"
 	"github.com/spl-dev/spl/internal/natsio"
 	splog "github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/projections"
 	"github.com/spl-dev/spl/records"
 )
 
@@ -37,7 +38,18 @@ var (
 	// sentinel (log.ErrClosed), so that errors.Is(err, ErrClosed) holds
 	// whether the client or its log noticed the close.
 	ErrClosed = splog.ErrClosed
+	// ErrConflict reports an append that lost the race for its thread on
+	// every retry (the log's sentinel, log.ErrConflict).
+	ErrConflict = splog.ErrConflict
+	// ErrProjectionBusy reports that another process holds a projection's
+	// lease and did not hand it over (projections.ErrBusy).
+	ErrProjectionBusy = projections.ErrBusy
 )
+
+// CorruptError describes a stored message that failed verification
+// (log.CorruptError): its clock, its subject and what did not verify. It
+// wraps records.ErrCorrupt.
+type CorruptError = splog.CorruptError
 
 // Option configures a Client.
 type Option func(*config)

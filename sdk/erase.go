@@ -72,7 +72,7 @@ func (c *Client) Erase(ctx context.Context, thread, actor string, ids []records.
 		return EraseResult{}, err
 	}
 	if len(ids) > MaxErasureTargets {
-		if err := c.checkErasable(ctx, thread, ids); err != nil {
+		if err := c.log.CheckErase(ctx, thread, ids); err != nil {
 			return EraseResult{}, err
 		}
 	}
@@ -118,44 +118,6 @@ func checkErasure(thread, actor, reason string) error {
 	_, err := records.New(records.ActForget, records.KindErasure, thread, actor, time.Now(),
 		&records.Erasure{Targets: []records.ErasureTarget{{ID: h.ID(), Header: h}}, Reason: reason})
 	return err
-}
-
-// checkErasable refuses, as the log would, any id of ids that Erase cannot
-// erase, reading thread once.
-func (c *Client) checkErasable(ctx context.Context, thread string, ids []records.ID) error {
-	present := make(map[records.ID]string) // id → kind
-	erased := make(map[records.ID]bool)
-	for e, err := range c.log.Read(ctx, thread) {
-		if errors.Is(err, records.ErrCorrupt) {
-			continue // named or not, the log's own check reports it
-		}
-		if err != nil {
-			return fmt.Errorf("erase: read thread: %w", err)
-		}
-		present[e.ID] = e.Record.Header.Kind
-		if e.Record.Header.Kind == records.KindErasure {
-			if er, err := records.DecodeErasure(e.Record.Body); err == nil {
-				for _, t := range er.Targets {
-					erased[t.ID] = true
-				}
-			}
-		}
-	}
-	for _, id := range ids {
-		kind, ok := present[id]
-		switch {
-		case erased[id]:
-		case ok && kind == records.KindErasure:
-			return fmt.Errorf("%w: %s is an erasure record; erasures stay as the audit trail", ErrNotErasable, id)
-		case ok:
-		default:
-			if other, err := c.log.Get(ctx, id, ""); err == nil {
-				return fmt.Errorf("%w: %s is on thread %q, not %q", ErrNotErasable, id, other.Record.Header.Thread, thread)
-			}
-			return fmt.Errorf("erase: record %s on thread %q: %w", id, thread, ErrNotFound)
-		}
-	}
-	return nil
 }
 
 // Verify walks thread and checks every record's id, body digest and prev

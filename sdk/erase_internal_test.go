@@ -24,8 +24,8 @@ func TestEraseInChunks(t *testing.T) {
 		}
 		ids = append(ids, r.ID)
 	}
-	if err := c.checkErasable(ctx, "th_c", ids); err != nil {
-		t.Fatalf("checkErasable: %v", err)
+	if err := c.log.CheckErase(ctx, "th_c", ids); err != nil {
+		t.Fatalf("CheckErase: %v", err)
 	}
 	res, err := c.erase(ctx, "th_c", "did:sync:agent:dev", ids[:23], "bulk", 10)
 	if err != nil {
@@ -35,12 +35,12 @@ func TestEraseInChunks(t *testing.T) {
 		t.Fatalf("%d erasure records erased %d, want 3 and 23", len(res.Erasures), len(res.Erased))
 	}
 	// The erasure records are now records of the thread: refused.
-	if err := c.checkErasable(ctx, "th_c", []records.ID{ids[24], res.Erasures[0].ID}); !errors.Is(err, ErrNotErasable) {
-		t.Fatalf("checkErasable(erasure record): err=%v, want ErrNotErasable", err)
+	if err := c.log.CheckErase(ctx, "th_c", []records.ID{ids[24], res.Erasures[0].ID}); !errors.Is(err, ErrNotErasable) {
+		t.Fatalf("CheckErase(erasure record): err=%v, want ErrNotErasable", err)
 	}
 	// Erased ids pass the check (they are no-ops).
-	if err := c.checkErasable(ctx, "th_c", ids[:2]); err != nil {
-		t.Fatalf("checkErasable(erased ids): %v", err)
+	if err := c.log.CheckErase(ctx, "th_c", ids[:2]); err != nil {
+		t.Fatalf("CheckErase(erased ids): %v", err)
 	}
 	rep, err := c.Verify(ctx, "th_c")
 	if err != nil || !rep.OK() || len(rep.Erased) != 23 || rep.Checked != 5 {

@@ -22,6 +22,7 @@ const (
 	DefaultMaxBody         = 2 << 20 // bytes of one HTTP request body
 	DefaultHeartbeat       = 15 * time.Second
 	DefaultShutdownTimeout = 30 * time.Second
+	DefaultThreadsWait     = 2 * time.Second // GET /v1/threads' wait for the thread index
 
 	DefaultHTTPReadTimeout  = 30 * time.Second  // one request, headers and body
 	DefaultHTTPWriteTimeout = 60 * time.Second  // one answer; one write of an SSE tail
@@ -92,6 +93,10 @@ type Config struct {
 	Timeout time.Duration
 	// MaxBody bounds an HTTP request body (DefaultMaxBody when zero).
 	MaxBody int64
+	// ThreadsWait bounds how long GET /v1/threads waits for the thread
+	// index to apply the log's last clock before it answers what the index
+	// holds (DefaultThreadsWait when zero).
+	ThreadsWait time.Duration
 	// Heartbeat is the interval of SSE comments that keep a tail alive
 	// through proxies (DefaultHeartbeat when zero).
 	Heartbeat time.Duration
@@ -159,6 +164,9 @@ func (c Config) withDefaults() Config {
 	if c.Heartbeat == 0 {
 		c.Heartbeat = DefaultHeartbeat
 	}
+	if c.ThreadsWait == 0 {
+		c.ThreadsWait = DefaultThreadsWait
+	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
@@ -214,6 +222,8 @@ func (c Config) validate() error {
 		return configErr("TLSCA", "required with TLSVerify")
 	case c.MaxBody < 1024:
 		return configErr("MaxBody", "must be at least 1024 bytes, got %d", c.MaxBody)
+	case c.ThreadsWait < 0:
+		return configErr("ThreadsWait", "must not be negative, got %v", c.ThreadsWait)
 	case c.Heartbeat < 100*time.Millisecond:
 		return configErr("Heartbeat", "must be at least 100ms, got %v", c.Heartbeat)
 	case c.Timeout < 0:

@@ -28,9 +28,6 @@ const (
 	defaultLimit = 1000      // records of one query page, threads of one list
 	maxLimit     = 10000     // records of one query page, threads of one list, at most
 	maxClock     = 1<<63 - 1 // the largest clock a query names
-	// threadsWait bounds the wait of GET /v1/threads for the thread index
-	// to apply the log's last clock.
-	threadsWait = 2 * time.Second
 )
 
 // routes is the HTTP API. docs/http-api.yaml describes it.
@@ -485,7 +482,7 @@ type threadsResponse struct {
 }
 
 // handleThreads lists the threads of the thread index, newest activity
-// first, as spl thread list does. It first waits, at most s.threadsWait,
+// first, as spl thread list does. It first waits, at most Config.ThreadsWait,
 // until the index has applied the log's last clock, so that a thread
 // appended just before is listed; past that it answers what the index has
 // stored, and as_of says how far that goes.
@@ -542,11 +539,11 @@ func (s *Server) handleThreads(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// waitIndex waits, at most s.threadsWait, until rt has applied clock, and
+// waitIndex waits, at most Config.ThreadsWait, until rt has applied clock, and
 // returns the clock the index has applied: every record up to it is in
 // the read models read after. A wait that times out is not an error.
 func (s *Server) waitIndex(ctx context.Context, rt *projections.Runtime, clock uint64) (uint64, error) {
-	wctx, cancel := context.WithTimeout(ctx, s.threadsWait)
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.ThreadsWait)
 	defer cancel()
 	applied, err := rt.WaitApplied(wctx, clock)
 	var be *projections.BehindError

@@ -26,9 +26,8 @@ import (
 const actor = "did:sync:agent:test"
 
 // start runs a server on loopback with free ports in a fresh directory,
-// and shuts it down when the test ends. tweaks change the server before
-// it starts.
-func start(t testing.TB, cfg Config, tweaks ...func(*Server)) *Server {
+// and shuts it down when the test ends.
+func start(t testing.TB, cfg Config) *Server {
 	t.Helper()
 	if cfg.Dir == "" {
 		cfg.Dir = t.TempDir()
@@ -37,9 +36,6 @@ func start(t testing.TB, cfg Config, tweaks ...func(*Server)) *Server {
 	s, err := New(cfg, nil)
 	if err != nil {
 		t.Fatalf("New: %v", err)
-	}
-	for _, tweak := range tweaks {
-		tweak(s)
 	}
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatalf("Start: %v", err)

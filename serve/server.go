@@ -80,8 +80,6 @@ type Server struct {
 	indexMu sync.Mutex
 	index   *projections.Runtime // of its own, when no projector is the index (indexRuntime)
 
-	threadsWait time.Duration // bounds the wait of GET /v1/threads (threadsWait); tests shorten it
-
 	bg       context.Context // background work: opening the log, projectors
 	bgCancel context.CancelFunc
 	bgWG     sync.WaitGroup
@@ -108,7 +106,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spl/serve: %w", err)
 	}
-	s := &Server{cfg: cfg, logger: logger, nopts: nopts, own: own, ready: make(chan struct{}), threadsWait: threadsWait}
+	s := &Server{cfg: cfg, logger: logger, nopts: nopts, own: own, ready: make(chan struct{})}
 	s.reg = prometheus.NewRegistry()
 	s.m = newMetrics(s.reg, s)
 	return s, nil
@@ -144,18 +142,10 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("spl/serve: %w", err)
 	}
 	s.dir = dl
-	ns, err := server.NewServer(s.nopts)
+	ns, err := natsio.StartServer(s.nopts, natsLogger{s.logger.With("component", "nats")})
 	if err != nil {
 		s.dir.Release()
 		return fmt.Errorf("spl/serve: nats server: %w", err)
-	}
-	ns.SetLoggerV2(natsLogger{s.logger.With("component", "nats")}, false, false, false)
-	ns.Start()
-	if !ns.ReadyForConnections(30 * time.Second) {
-		ns.Shutdown()
-		ns.WaitForShutdown()
-		s.dir.Release()
-		return errors.New("spl/serve: nats server: not ready within 30s")
 	}
 	s.ns = ns
 	s.logger.Info("nats listening", "url", s.NATSURL(), "server_name", ns.Name(), "cluster", s.cfg.ClusterName)

@@ -101,7 +101,7 @@ func TestThreads(t *testing.T) {
 // TestThreadsWaitTimesOut: when the index does not catch up within the
 // wait, the answer is what it has stored, and says how far that goes.
 func TestThreadsWaitTimesOut(t *testing.T) {
-	s := start(t, Config{}, func(s *Server) { s.threadsWait = time.Nanosecond })
+	s := start(t, Config{ThreadsWait: time.Nanosecond})
 	b := base(s)
 	for i := range 3 {
 		call(t, "POST", b+"/v1/records", emitBody(fmt.Sprintf("t%d", i), "DO", "agent.step", `{}`), nil)

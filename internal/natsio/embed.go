@@ -335,7 +335,7 @@ func (e *embedded) start() (*server.Server, error) {
 	// fsync the stream themselves, once per group commit (BlockSyncer).
 	opts := EmbeddedServerOptions(e.dir, false)
 	opts.Authorization = e.token
-	srv, err := StartServer(opts)
+	srv, err := StartServer(opts, nil)
 	if err != nil {
 		return nil, fmt.Errorf("embedded server: %w", err)
 	}
@@ -346,13 +346,17 @@ func (e *embedded) start() (*server.Server, error) {
 // store and take connections.
 const serverReady = 60 * time.Second
 
-// StartServer starts a nats-server with opts and waits until it takes
-// connections. Exported, with EmbeddedServerOptions, so that a benchmark's
-// raw JetStream peer starts the very server the embedded log starts.
-func StartServer(opts *server.Options) (*server.Server, error) {
+// StartServer starts a nats-server with opts, logging to logger (none
+// when nil), and waits until it takes connections: the embedded log's
+// server, spl serve's, and a benchmark's raw JetStream peer, which so runs
+// the very server the embedded log starts.
+func StartServer(opts *server.Options, logger server.Logger) (*server.Server, error) {
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, err
+	}
+	if logger != nil {
+		srv.SetLoggerV2(logger, false, false, false)
 	}
 	srv.Start()
 	if !srv.ReadyForConnections(serverReady) {

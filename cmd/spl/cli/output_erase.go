@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
 	"github.com/spl-dev/spl/wire"
@@ -157,7 +156,7 @@ func newShownJSON(r sdk.Record, corrupt error, ts *sdk.Tombstone) (shownJSON, er
 // problemOf says why a record does not verify, without the error's
 // wrapping.
 func problemOf(err error) string {
-	var ce *splog.CorruptError
+	var ce *sdk.CorruptError
 	if errors.As(err, &ce) {
 		if ce.Err != nil {
 			return ce.Reason + ": " + ce.Err.Error()

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/spl-dev/spl/projections"
 	"github.com/spl-dev/spl/sdk"
 )
 
@@ -126,7 +125,7 @@ and meanwhile by any process that runs the projection.`,
 						where = fmt.Sprintf("at clock %d of %d", p.done, p.total)
 					}
 					return fmt.Errorf("projections rebuild: %s: interrupted %s; run spl projections rebuild again to resume it: %w", name, where, err)
-				case errors.Is(err, projections.ErrBusy):
+				case errors.Is(err, sdk.ErrProjectionBusy):
 					// Rebuild waits for a handover until ctx ends: this is
 					// for an SDK that gives up by itself.
 					return fmt.Errorf("projections rebuild: %s: %w (another process runs it and did not hand it over; stop that process, or let its lease expire, and run the rebuild again)", name, err)

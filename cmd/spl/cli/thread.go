@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
 	"github.com/spl-dev/spl/wire"
@@ -211,7 +210,7 @@ func (a *app) followTail(cmd *cobra.Command, c *sdk.Client, thread string, start
 	from := start
 	for _, err := range corrupt {
 		fmt.Fprintf(stderr, "spl: thread tail: %v\n", err)
-		var ce *splog.CorruptError
+		var ce *sdk.CorruptError
 		if errors.As(err, &ce) {
 			from = max(from, ce.Clock)
 		}
