@@ -41,10 +41,18 @@ var (
 	// ErrConflict reports an append that lost the race for its thread on
 	// every retry (the log's sentinel, log.ErrConflict).
 	ErrConflict = splog.ErrConflict
+	// ErrInDoubt reports an append whose outcome is unknown: the answer
+	// was lost (log.ErrInDoubt). Emit it again: a retry of a record that
+	// landed is recognised and not stored twice.
+	ErrInDoubt = splog.ErrInDoubt
 	// ErrProjectionBusy reports that another process holds a projection's
 	// lease and did not hand it over (projections.ErrBusy).
 	ErrProjectionBusy = projections.ErrBusy
 )
+
+// BatchStats describes one group commit of the client's writer (see
+// WithBatchObserver).
+type BatchStats = splog.BatchStats
 
 // CorruptError describes a stored message that failed verification
 // (log.CorruptError): its clock, its subject and what did not verify. It
@@ -96,7 +104,7 @@ func WithName(name string) Option { return func(c *config) { c.name = name } }
 
 // WithBatchObserver calls fn after every group commit the client's writer
 // sends (for metrics); fn must return quickly.
-func WithBatchObserver(fn func(splog.BatchStats)) Option {
+func WithBatchObserver(fn func(BatchStats)) Option {
 	return func(c *config) { c.observe = fn }
 }
 

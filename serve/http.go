@@ -16,7 +16,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/projections"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
@@ -167,9 +166,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeJSON(w, http.StatusBadRequest, wire.Error{Error: ce.Field + ": " + ce.Rule, Field: ce.Field, Rule: ce.Rule})
 	case errors.Is(err, records.ErrInvalid):
 		writeJSON(w, http.StatusBadRequest, wire.Error{Error: err.Error()})
-	case errors.Is(err, log.ErrNotFound):
+	case errors.Is(err, sdk.ErrNotFound):
 		writeJSON(w, http.StatusNotFound, wire.Error{Error: err.Error()})
-	case errors.Is(err, log.ErrConflict):
+	case errors.Is(err, sdk.ErrConflict):
 		writeJSON(w, http.StatusConflict, wire.Error{Error: err.Error()})
 	default:
 		// Timeouts, a closed log, a server without quorum, in-doubt
@@ -279,9 +278,9 @@ func appendResult(err error) string {
 	switch {
 	case errors.Is(err, records.ErrInvalid):
 		return "invalid"
-	case errors.Is(err, log.ErrConflict):
+	case errors.Is(err, sdk.ErrConflict):
 		return "conflict"
-	case errors.Is(err, log.ErrInDoubt), errors.Is(err, log.ErrClosed), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, sdk.ErrInDoubt), errors.Is(err, sdk.ErrClosed), errors.Is(err, context.DeadlineExceeded):
 		return "unavailable"
 	}
 	return "error"
@@ -370,7 +369,7 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 	resp := queryResponse{Thread: thread, Records: []wire.Record{}, Corrupt: []wire.Corrupt{}}
 	add := func(e sdk.Record, err error) error {
 		if err != nil {
-			var ce *log.CorruptError
+			var ce *sdk.CorruptError
 			if errors.As(err, &ce) {
 				s.m.corrupt.WithLabelValues("query").Inc()
 				resp.Corrupt = append(resp.Corrupt, wire.Corrupt{Clock: ce.Clock, Subject: ce.Subject, Reason: ce.Reason})
@@ -459,7 +458,7 @@ func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, records.ErrCorrupt) {
 			s.m.corrupt.WithLabelValues("checkpoint").Inc()
 		}
-		if errors.Is(err, log.ErrNotFound) {
+		if errors.Is(err, sdk.ErrNotFound) {
 			err = fmt.Errorf("no checkpoint on thread %q: %w", thread, err)
 		}
 		s.fail(w, r, err)

@@ -6,8 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-
-	"github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/sdk"
 )
 
 // metrics are the server's Prometheus metrics. Names are part of the
@@ -67,7 +66,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 }
 
 // observeBatch records one group commit; it is the log's Observe hook.
-func (m *metrics) observeBatch(st log.BatchStats) {
+func (m *metrics) observeBatch(st sdk.BatchStats) {
 	if st.Err != nil {
 		return
 	}

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
 	"github.com/spl-dev/spl/wire"
@@ -129,7 +128,7 @@ func (s *Server) tailEvent(buf *bytes.Buffer, rec sdk.Record, err error) error {
 	clock := rec.Clock
 	var event string
 	var v any
-	var ce *log.CorruptError
+	var ce *sdk.CorruptError
 	switch {
 	case errors.As(err, &ce):
 		s.m.corrupt.WithLabelValues("tail").Inc()
