@@ -169,10 +169,6 @@ type Client struct {
 	closed   bool
 
 	policies policyCache // retention policies the save path last read
-
-	// afterPlan, set by tests, runs between a retention plan and its
-	// erasure.
-	afterPlan func()
 }
 
 func newConfig(opts []Option) config {

@@ -364,9 +364,6 @@ func (c *Client) retainOnce(ctx context.Context, thread, actor string, p Retenti
 	if err != nil || len(drop) == 0 {
 		return res, err
 	}
-	if c.afterPlan != nil {
-		c.afterPlan()
-	}
 	er, err := c.eraseAfter(ctx, thread, actor, drop, ReasonRetention, MaxErasureTargets, true, at)
 	res.Erased, res.Erasures = er.Erased, er.Erasures
 	if err != nil {
