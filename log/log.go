@@ -91,12 +91,6 @@ func (o *Options) withDefaults() error {
 		return fmt.Errorf("spl/log: options: Replicas: must be 1 to 5, got %d", o.Replicas)
 	case o.MaxBatch < 1 || o.MaxBatch > 1000:
 		return fmt.Errorf("spl/log: options: MaxBatch: must be 1 to 1000, got %d", o.MaxBatch)
-	case o.URL == "" && o.Dir == "":
-		d, err := DefaultDir()
-		if err != nil {
-			return err
-		}
-		o.Dir = d
 	}
 	return nil
 }
@@ -130,6 +124,13 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 	if err := opts.withDefaults(); err != nil {
 		return nil, err
 	}
+	if opts.URL == "" && opts.Dir == "" {
+		d, err := DefaultDir()
+		if err != nil {
+			return nil, err
+		}
+		opts.Dir = d
+	}
 	c, err := natsio.Dial(ctx, natsio.Options{
 		Dir: opts.Dir, URL: opts.URL, NATSOptions: opts.NATSOptions,
 		Linger: opts.Linger, Timeout: opts.Timeout, Name: opts.Name,
@@ -152,7 +153,6 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 // Open. opts.Dir, URL, NATSOptions, Linger and Name are the connection's
 // and are ignored here.
 func On(ctx context.Context, c *natsio.Conn, opts Options) (*Log, error) {
-	opts.URL = "nats://dialled" // the connection is there: no data directory to find
 	if err := opts.withDefaults(); err != nil {
 		return nil, err
 	}
