@@ -22,7 +22,7 @@ type message struct {
 }
 
 func messageOf(m natsio.Message) message {
-	return message{subject: m.Subject, seq: m.Seq, time: m.Time, hdr: m.Header, data: m.Data}
+	return message{subject: m.Subject, seq: m.Seq, time: m.Stored(), hdr: m.Header, data: m.Data}
 }
 
 // deleted reports whether m is a KV delete or purge marker.

@@ -28,9 +28,15 @@ type GetRequest struct {
 type Message struct {
 	Subject string
 	Seq     uint64
-	Time    time.Time // when the server stored it
 	Header  nats.Header
 	Data    []byte
+}
+
+// Stored is when the server stored m (zero when its answer did not say).
+// It is parsed on demand: most reads never ask.
+func (m Message) Stored() time.Time {
+	ts, _ := time.Parse(time.RFC3339Nano, m.Header.Get("Nats-Time-Stamp"))
+	return ts
 }
 
 // DirectAPI is the direct get subject of stream.
@@ -52,11 +58,7 @@ func ParseMessage(msg *nats.Msg) (Message, error) {
 	if err != nil {
 		return Message{}, fmt.Errorf("direct get: bad Nats-Sequence %q", msg.Header.Get("Nats-Sequence"))
 	}
-	var ts time.Time
-	if v := msg.Header.Get("Nats-Time-Stamp"); v != "" {
-		ts, _ = time.Parse(time.RFC3339Nano, v)
-	}
-	return Message{Subject: msg.Header.Get("Nats-Subject"), Seq: seq, Time: ts, Header: msg.Header, Data: msg.Data}, nil
+	return Message{Subject: msg.Header.Get("Nats-Subject"), Seq: seq, Header: msg.Header, Data: msg.Data}, nil
 }
 
 // Request sends a request that is safe to repeat (a read): one whose
