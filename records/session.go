@@ -517,4 +517,50 @@ func number(field string, v any) (float64, error) {
 
 // JSONValue converts a generic decoded CBOR value (a body's, an Extra's)
 // to one encoding/json writes, as [BodyToJSON] does.
-func JSONValue(v any) (any, error) { return toJSON("body", v) }
+// Maps with text keys (map[string]any) are taken as generic maps.
+func JSONValue(v any) (any, error) { return toJSON("body", generic(v)) }
+
+// generic turns the Go forms a caller builds (map[string]any,
+// []map[string]any, []string, int) into the generic decoded forms.
+func generic(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		m := make(map[any]any, len(v))
+		for k, e := range v {
+			m[k] = generic(e)
+		}
+		return m
+	case map[any]any:
+		m := make(map[any]any, len(v))
+		for k, e := range v {
+			m[k] = generic(e)
+		}
+		return m
+	case []any:
+		a := make([]any, len(v))
+		for i, e := range v {
+			a[i] = generic(e)
+		}
+		return a
+	case []map[string]any:
+		a := make([]any, len(v))
+		for i, e := range v {
+			a[i] = generic(e)
+		}
+		return a
+	case []string:
+		a := make([]any, len(v))
+		for i, e := range v {
+			a[i] = e
+		}
+		return a
+	case int:
+		if v < 0 {
+			return int64(v)
+		}
+		return uint64(v)
+	case float32:
+		return float64(v)
+	}
+	return v
+}
