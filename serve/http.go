@@ -252,7 +252,12 @@ func (s *Server) handleEmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	rc, err := l.Append(r.Context(), rec)
+	// The record above only checked the request; sdk seals the event
+	// itself, after its redaction policies took covered values out.
+	rc, err := l.AppendEvent(r.Context(), sdk.Event{
+		Act: rec.Header.Act, Kind: rec.Header.Kind, Thread: rec.Header.Thread, Actor: rec.Header.Actor, Time: ts,
+		Body: records.RawBody(body),
+	})
 	var re *sdk.RetentionError
 	if err != nil && !errors.As(err, &re) {
 		s.m.appends.WithLabelValues(appendResult(err)).Inc()
