@@ -122,6 +122,9 @@ type ThreadFilter struct {
 	Kind  string    // threads with a record of this kind
 	Since time.Time // threads whose last activity (the ts of the newest record) is at or after
 	Limit int       // at most this many (0: all)
+	// Sessions keeps the threads whose session status (Thread.SessionStatus)
+	// is one of these; empty: no filter.
+	Sessions []string
 }
 
 // Threads returns the threads that match f, newest activity first (by
@@ -153,7 +156,8 @@ func (rd *Reader) ThreadsAndCount(ctx context.Context, f ThreadFilter) ([]*Threa
 		if err := json.Unmarshal(data, &t); err != nil {
 			return nil, 0, 0, err
 		}
-		if (f.Actor != "" && t.Actors[f.Actor] == 0) || (f.Kind != "" && t.Kinds[f.Kind] == 0) || t.LastTS < cutoff {
+		if (f.Actor != "" && t.Actors[f.Actor] == 0) || (f.Kind != "" && t.Kinds[f.Kind] == 0) || t.LastTS < cutoff ||
+			(len(f.Sessions) > 0 && !slices.Contains(f.Sessions, t.SessionStatus())) {
 			return nil, 0, t.AsOf, nil
 		}
 		return &t, t.Last, t.AsOf, nil

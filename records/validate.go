@@ -34,6 +34,7 @@ var requiredAct = map[string]string{
 	KindErasure:    ActForget,
 	KindRetention:  ActKnow,
 	KindPin:        ActKnow,
+	KindRedaction:  ActKnow,
 }
 
 // Validate checks every rule of the format and returns the first failure as
@@ -77,6 +78,13 @@ func onThread(thread string, body any) error {
 			if t.Header.Kind == KindErasure {
 				return fieldErrorf(fmt.Sprintf("body.targets[%d]", i), "must not be an erasure record (erasures stay as the audit trail), got %s", t.ID)
 			}
+		}
+	case *Redaction:
+		switch {
+		case b.Scope == ScopeAll && thread != RedactionThread:
+			return fieldErrorf("body.scope", "%q is the policy of all threads and belongs on thread %s, got thread %s", ScopeAll, RedactionThread, quote(thread))
+		case b.Scope == ScopeThread && thread == RedactionThread:
+			return fieldErrorf("body.scope", "must be %q on thread %s (the policy of all threads), got %q", ScopeAll, RedactionThread, ScopeThread)
 		}
 	case *Retention:
 		switch {
@@ -241,6 +249,10 @@ func validBody(kind string, body []byte) (any, error) {
 		v, err = DecodeRetention(body)
 	case KindPin:
 		v, err = DecodePin(body)
+	case KindRedaction:
+		v, err = DecodeRedaction(body)
+	case KindSessionPaused, KindSessionResumed, KindSessionFailed, KindSessionCompleted, KindSessionCancelled, KindSessionMemory:
+		v, err = DecodeSessionEvent(kind, body)
 	default:
 		if _, err := decodeBodyMap(body); err != nil {
 			return nil, asFieldError(err)
@@ -252,6 +264,12 @@ func validBody(kind string, body []byte) (any, error) {
 	}
 	if err := v.Validate(); err != nil {
 		return nil, err
+	}
+	if cp, ok := v.(*Checkpoint); ok {
+		// The execution state (type, memory, pause) beside the summary.
+		if _, err := ExecStateOf(cp); err != nil {
+			return nil, err
+		}
 	}
 	return v, nil
 }

@@ -168,7 +168,8 @@ type Client struct {
 	retain   map[string]string // threads whose queued checkpoints landed since the last Flush → actor
 	closed   bool
 
-	policies policyCache // retention policies the save path last read
+	policies   policyCache    // retention policies the save path last read
+	redactions redactionCache // redaction policies the seal path last read
 }
 
 func newConfig(opts []Option) config {
@@ -236,12 +237,14 @@ func open(ctx context.Context, cfg config, co natsio.Options) (*Client, error) {
 		reaped:  make(chan struct{}),
 	}
 	c.cond = sync.NewCond(&c.mu)
+	c.redactions.watch(conn.NC)
 	c.life, c.cancel = context.WithCancel(context.Background())
 	go c.reap()
 	return c, nil
 }
 
-// record builds the record of ev, applying the client's defaults.
+// record builds the record of ev, applying the client's defaults. The
+// record is not appended as it is: Append and EmitAsync redact it first.
 func (c *Client) record(ev Event) (*records.Record, error) {
 	if ev.Actor == "" {
 		ev.Actor = c.cfg.actor
@@ -260,22 +263,36 @@ func receipt(e splog.Entry) Receipt { return Receipt{ID: e.ID, Clock: e.Clock} }
 // Emit appends one record and returns once it is durable, then applies
 // the rules that follow an append (Append).
 func (c *Client) Emit(ctx context.Context, ev Event) (Receipt, error) {
+	r, err := c.AppendEvent(ctx, ev)
+	return Receipt{ID: r.ID, Clock: r.Clock}, err
+}
+
+// AppendEvent is Emit returning the record as stored: the path of a face
+// that hands the service layer an event not yet sealed (spl serve's POST
+// /v1/records). The event's body is redacted (see RedactionPolicy)
+// before the record is sealed, then it is appended as Append does.
+func (c *Client) AppendEvent(ctx context.Context, ev Event) (Record, error) {
 	rec, err := c.record(ev)
 	if err != nil {
-		return Receipt{}, err
+		return Record{}, err
 	}
-	r, err := c.Append(ctx, rec)
-	return Receipt{ID: r.ID, Clock: r.Clock}, err
+	return c.Append(ctx, rec)
 }
 
 // Append appends a record built by the caller (records.New) and returns
 // it as stored (chained to its thread: prev set) once it is durable. It is the one write path of every face (Emit,
 // SaveCheckpoint, the CLI, spl serve's HTTP API), so the rules that
-// follow an append hold whichever face wrote it: a session checkpoint
+// follow an append hold whichever face wrote it: first, before anything is
+// appended, the thread's redaction policies (see RedactionPolicy) take
+// covered values out of the body, sealing the record anew; then a session checkpoint
 // enforces its thread's retention policy (see SetRetention). When the
 // record is stored but retention fails, Append returns the receipt and a
 // *RetentionError; the next checkpoint or ApplyRetention tries again.
 func (c *Client) Append(ctx context.Context, rec *records.Record) (Record, error) {
+	rec, err := c.redact(ctx, rec)
+	if err != nil {
+		return Record{}, err
+	}
 	e, err := c.log.Append(ctx, rec)
 	if err != nil {
 		return Record{}, err
@@ -315,6 +332,9 @@ func (p *Pending) Wait(ctx context.Context) (Receipt, error) {
 func (c *Client) EmitAsync(ctx context.Context, ev Event) (*Pending, error) {
 	rec, err := c.record(ev)
 	if err != nil {
+		return nil, err
+	}
+	if rec, err = c.redact(ctx, rec); err != nil {
 		return nil, err
 	}
 	select {

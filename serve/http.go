@@ -37,6 +37,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/threads/{thread}/records", s.handleQuery)
 	mux.HandleFunc("GET /v1/threads/{thread}/checkpoint", s.handleCheckpoint)
 	mux.HandleFunc("GET /v1/threads/{thread}/events", s.handleTail)
+	s.sessionRoutes(mux)
 	mux.HandleFunc("GET /healthz", s.handleHealth)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
 	return s.instrument(jsonMux{mux})
@@ -252,7 +253,12 @@ func (s *Server) handleEmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	rc, err := l.Append(r.Context(), rec)
+	// The record above only checked the request; sdk seals the event
+	// itself, after its redaction policies took covered values out.
+	rc, err := l.AppendEvent(r.Context(), sdk.Event{
+		Act: rec.Header.Act, Kind: rec.Header.Kind, Thread: rec.Header.Thread, Actor: rec.Header.Actor, Time: ts,
+		Body: records.RawBody(body),
+	})
 	var re *sdk.RetentionError
 	if err != nil && !errors.As(err, &re) {
 		s.m.appends.WithLabelValues(appendResult(err)).Inc()

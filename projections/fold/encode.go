@@ -64,6 +64,18 @@ func (t *Thread) appendJSON(b []byte) []byte {
 		}
 		b = append(b, ']')
 	}
+	if ss := t.Session; ss != nil {
+		b = append(b, `,"session":{"status":`...)
+		b = appendString(b, ss.Status)
+		b = append(b, `,"id":`...)
+		b = appendID(b, ss.ID)
+		b = appendField(b, "clock", ss.Clock)
+		b = append(b, `,"ts":`...)
+		b = strconv.AppendInt(b, ss.TS, 10)
+		b = append(b, `,"kind":`...)
+		b = appendString(b, ss.Kind)
+		b = append(b, '}')
+	}
 	b = appendField(b, "as_of", t.AsOf)
 	return append(b, '}')
 }

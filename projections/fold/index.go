@@ -38,7 +38,45 @@ type Thread struct {
 	Kinds       map[string]uint64 `json:"kinds"`      // records per kind
 	Actors      map[string]uint64 `json:"actors"`     // records per actor
 	Gaps        []Gap             `json:"gaps,omitempty"`
-	AsOf        uint64            `json:"as_of"` // clock of the last entry that changed the value
+	Session     *SessionState     `json:"session,omitempty"` // the newest session status event; absent: none
+	AsOf        uint64            `json:"as_of"`             // clock of the last entry that changed the value
+}
+
+// SessionState is the newest session status event of a thread (a record
+// of one of records.SessionEventKinds): the status its kind says, and
+// where it is. Like every value it holds header fields only: the error
+// and the node a session failed at are in the record's body, which the
+// reader fetches.
+type SessionState struct {
+	Status string     `json:"status"` // records.StatusPaused, …; a resumed session is running
+	ID     records.ID `json:"id"`
+	Clock  uint64     `json:"clock"`
+	TS     int64      `json:"ts"` // Unix ms
+	Kind   string     `json:"kind"`
+}
+
+// SessionStatus is the status of the session t's thread holds: that of
+// its newest session status event, else running when it has a
+// checkpoint or a transcript event, else "" (not a session).
+func (t *Thread) SessionStatus() string {
+	switch {
+	case t.Session != nil:
+		return t.Session.Status
+	case t.Checkpoints > 0 || t.Kinds[records.KindTranscript] > 0:
+		return records.StatusRunning
+	}
+	return ""
+}
+
+// newSessionState returns the state session event e sets, nil when e is
+// not one.
+func newSessionState(e records.Entry) *SessionState {
+	h := &e.Record.Header
+	st := records.SessionStatusOf(h.Kind)
+	if st == "" {
+		return nil
+	}
+	return &SessionState{Status: st, ID: e.ID, Clock: e.Clock, TS: h.TS, Kind: h.Kind}
 }
 
 // Gap is a stretch of a thread's chain that the projection never saw:
@@ -278,6 +316,9 @@ func addRecord(th *Thread, e records.Entry) *Thread {
 	}
 	th.Kinds[h.Kind]++
 	th.Actors[h.Actor]++
+	if ss := newSessionState(e); ss != nil {
+		th.Session = ss
+	}
 	th.Last, th.LastID, th.LastActor, th.LastTS = e.Clock, e.ID, h.Actor, h.TS
 	th.AsOf = e.Clock
 	return th
@@ -411,8 +452,9 @@ func (ix index) eraseFromThread(tx *Tx, e records.Entry, tk Key, th *Thread, tar
 			counted[i] = c
 		}
 	}
-	firstGone, lastGone := false, false
+	firstGone, lastGone, sessionGone := false, false, false
 	for i, t := range targets {
+		sessionGone = sessionGone || th.Session != nil && t.ID == th.Session.ID
 		c := counted[i]
 		if c == 0 {
 			continue
@@ -454,6 +496,21 @@ func (ix index) eraseFromThread(tx *Tx, e records.Entry, tk Key, th *Thread, tar
 			h := &last.Record.Header
 			th.Last, th.LastID, th.LastActor, th.LastTS = last.Clock, last.ID, h.Actor, h.TS
 		}
+	}
+	if sessionGone {
+		// The status falls back to the newest earlier status event
+		// that is not erased, or none.
+		var prev *SessionState
+		for _, kind := range records.SessionEventKinds {
+			last, ok, err := lastBefore(tx, th.Thread, kind, th.Session.Clock)
+			if err != nil {
+				return err
+			}
+			if ok && (prev == nil || last.Clock > prev.Clock) {
+				prev = newSessionState(last)
+			}
+		}
+		th.Session = prev
 	}
 	th.AsOf = e.Clock
 	tx.Put(tk, th)

@@ -25,6 +25,7 @@ what comes next, so that the next session can pick up where this one ended.`,
 		RunE: groupRunE,
 	}
 	cmd.AddCommand(newSessionSaveCommand(a), newSessionListCommand(a), newSessionShowCommand(a), newSessionPinCommand(a))
+	addSessionLifecycle(a, cmd)
 	return cmd
 }
 

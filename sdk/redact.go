@@ -1,0 +1,224 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	splog "github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/records"
+)
+
+// RedactionThread is the reserved thread that holds the redaction policy
+// of all threads (All). A thread's own policy is on the thread.
+const RedactionThread = records.RedactionThread
+
+// RedactionPolicy says which keys of a record's body never reach the log:
+// before a record is sealed, every value under a covered key is removed
+// from its body, at any depth, and the body's "redacted" list names the
+// paths removed. A key matches a map key by name (case-insensitive) or,
+// when it holds a dot, a whole path ("shared_memory.api_key"); a pattern
+// matches the same way with path.Match syntax ("*_token").
+//
+// A policy is stored as a core.redaction record: a thread's on the
+// thread, the policy of all threads (All) on RedactionThread. The newest
+// record of each wins, and both apply to a thread. A policy with no keys
+// and no patterns lifts the one before it. Records of kinds core.* (the
+// policies themselves, erasures, retention, pins) are not redacted.
+type RedactionPolicy struct {
+	Thread   string   // the thread the policy is for; empty with All
+	All      bool     // the policy of every thread
+	Keys     []string // keys (or dotted paths) to remove
+	Patterns []string // path.Match patterns of keys (or paths) to remove
+
+	// Where a stored policy is, and who set it when (RedactionFor).
+	ID    records.ID
+	Clock uint64
+	Actor string
+	Time  time.Time
+}
+
+// home returns the thread p's record goes on and its scope.
+func (p RedactionPolicy) home() (string, string, error) {
+	switch {
+	case p.All && p.Thread != "":
+		return "", "", &records.FieldError{Field: "thread", Rule: "give a thread or All, not both"}
+	case p.All:
+		return RedactionThread, records.ScopeAll, nil
+	case p.Thread == "":
+		return "", "", &records.FieldError{Field: "thread", Rule: "give the thread of the policy, or All for every thread"}
+	case p.Thread == RedactionThread:
+		return "", "", &records.FieldError{Field: "thread", Rule: fmt.Sprintf("%q is reserved for the policy of all threads; use All", RedactionThread)}
+	}
+	return p.Thread, records.ScopeThread, nil
+}
+
+// SetRedaction stores policy p, as actor (empty: the client's actor). It
+// holds for every record sealed after it, by this client at once and by
+// other clients as soon as their connection has delivered the policy's
+// record to them (a subscription on the policies' subjects), or at the
+// latest within policyTTL.
+func (c *Client) SetRedaction(ctx context.Context, actor string, p RedactionPolicy) (Receipt, error) {
+	defer c.redactions.clear()
+	thread, scope, err := p.home()
+	if err != nil {
+		return Receipt{}, err
+	}
+	body := &records.Redaction{Scope: scope, Keys: p.Keys, Patterns: p.Patterns}
+	return c.Emit(ctx, Event{Act: records.ActKnow, Kind: records.KindRedaction, Thread: thread, Actor: actor, Body: body})
+}
+
+// RedactionFor returns the policies that hold for thread: the policy of
+// all threads, then the thread's own, each when there is one.
+func (c *Client) RedactionFor(ctx context.Context, thread string) ([]RedactionPolicy, error) {
+	var out []RedactionPolicy
+	homes := []string{RedactionThread}
+	if thread != RedactionThread {
+		homes = append(homes, thread)
+	}
+	for _, home := range homes {
+		e, err := c.log.Latest(ctx, home, records.KindRedaction)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("redaction policy of %q: %w", home, err)
+		}
+		r, err := records.DecodeRedaction(e.Record.Body)
+		if err == nil {
+			err = r.Validate()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("redaction policy of %q at clock %d: %w", home, e.Clock, err)
+		}
+		h := e.Record.Header
+		out = append(out, RedactionPolicy{
+			Thread: h.Thread, All: r.Scope == records.ScopeAll, Keys: r.Keys, Patterns: r.Patterns,
+			ID: e.ID, Clock: e.Clock, Actor: h.Actor, Time: time.UnixMilli(h.TS).UTC(),
+		})
+	}
+	if len(out) > 0 && out[0].All {
+		out[0].Thread = ""
+	}
+	return out, nil
+}
+
+// redact applies the redaction policies of rec's thread to rec before it
+// is appended: when they cover a key of its body, it returns a record
+// sealed anew (same header fields, a new salt) from the body without the
+// covered values and with the paths removed listed under "redacted";
+// else rec itself. The record given is never appended, so an excluded
+// value never reaches the log.
+func (c *Client) redact(ctx context.Context, rec *records.Record) (*records.Record, error) {
+	h := &rec.Header
+	if strings.HasPrefix(h.Kind, "core.") {
+		return rec, nil
+	}
+	pols, err := c.redactions.get(h.Thread, func() ([]RedactionPolicy, error) { return c.RedactionFor(ctx, h.Thread) })
+	if err != nil {
+		return nil, fmt.Errorf("spl/sdk: redaction: %w", err)
+	}
+	if len(pols) == 0 {
+		return rec, nil
+	}
+	rs := make([]records.Redaction, len(pols))
+	for i, p := range pols {
+		rs[i] = records.Redaction{Keys: p.Keys, Patterns: p.Patterns}
+	}
+	body, removed, err := records.Redact(rec.Body, func(key, path string) bool {
+		for i := range rs {
+			if rs[i].Covers(key, path) {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		return nil, fmt.Errorf("spl/sdk: redaction: %w", err)
+	}
+	if len(removed) == 0 {
+		return rec, nil
+	}
+	out, err := records.New(h.Act, h.Kind, h.Thread, h.Actor, time.UnixMilli(h.TS), records.RawBody(body))
+	if err != nil {
+		return nil, fmt.Errorf("spl/sdk: redacted %s: %w", strings.Join(removed, ", "), err)
+	}
+	return out, nil
+}
+
+// redactionCache is what a client last read of each thread's redaction
+// policies. A core.redaction record seen on the connection (any thread)
+// empties it, so a policy another process stores holds here from the
+// moment its record reaches this process; policyTTL bounds the staleness
+// when that message was missed (a reconnect).
+type redactionCache struct {
+	mu  sync.Mutex
+	m   map[string]cachedRedaction
+	gen atomic.Uint64 // bumped by every policy seen
+	sub *nats.Subscription
+}
+
+type cachedRedaction struct {
+	pols []RedactionPolicy
+	at   time.Time
+	gen  uint64
+}
+
+// watch subscribes to the subjects of every redaction policy record.
+func (rc *redactionCache) watch(nc *nats.Conn) {
+	if nc == nil {
+		return
+	}
+	sub, err := nc.Subscribe(splog.SubjectPrefix+".*."+records.KindRedaction, func(*nats.Msg) { rc.clear() })
+	if err == nil {
+		rc.sub = sub
+	}
+	nc.SetReconnectHandler(chainReconnect(nc, rc.clear))
+}
+
+// chainReconnect returns a reconnect handler that calls fn, then the one
+// nc had.
+func chainReconnect(nc *nats.Conn, fn func()) nats.ConnHandler {
+	prev := nc.Opts.ReconnectedCB
+	return func(c *nats.Conn) {
+		fn()
+		if prev != nil {
+			prev(c)
+		}
+	}
+}
+
+func (rc *redactionCache) get(thread string, read func() ([]RedactionPolicy, error)) ([]RedactionPolicy, error) {
+	gen := rc.gen.Load()
+	rc.mu.Lock()
+	e, ok := rc.m[thread]
+	rc.mu.Unlock()
+	if ok && e.gen == gen && time.Since(e.at) < policyTTL {
+		return e.pols, nil
+	}
+	now := time.Now()
+	pols, err := read()
+	if err != nil {
+		return nil, err
+	}
+	rc.mu.Lock()
+	if rc.m == nil || len(rc.m) > 1<<16 {
+		rc.m = make(map[string]cachedRedaction)
+	}
+	rc.m[thread] = cachedRedaction{pols: pols, at: now, gen: gen}
+	rc.mu.Unlock()
+	return pols, nil
+}
+
+func (rc *redactionCache) clear() {
+	rc.gen.Add(1)
+	rc.mu.Lock()
+	rc.m = nil
+	rc.mu.Unlock()
+}

@@ -1,0 +1,166 @@
+package serve
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/spl-dev/spl/records"
+	"github.com/spl-dev/spl/sdk"
+	"github.com/spl-dev/spl/wire"
+)
+
+// sessionRoutes adds the session routes: the listing by status, pause
+// and resume. Every rule is sdk's.
+func (s *Server) sessionRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /v1/sessions", s.handleSessions)
+	mux.HandleFunc("POST /v1/threads/{thread}/pause", s.handlePause)
+	mux.HandleFunc("POST /v1/threads/{thread}/resume", s.handleResume)
+}
+
+// failSession answers the refusals of sessions with 409, and the rest
+// as fail does.
+func (s *Server) failSession(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, sdk.ErrSessionCompleted) || errors.Is(err, sdk.ErrNotResumable) || errors.Is(err, sdk.ErrNoResumePoint) {
+		writeJSON(w, http.StatusConflict, wire.Error{Error: err.Error()})
+		return
+	}
+	s.fail(w, r, err)
+}
+
+// handleSessions answers GET /v1/sessions?status=S&resumable=true&offset=K&limit=N.
+func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
+	l := s.liveLog(w)
+	if l == nil {
+		return
+	}
+	q := r.URL.Query()
+	limit, err1 := uintParam(q, "limit", defaultLimit, 0, maxLimit)
+	offset, err2 := uintParam(q, "offset", 0, 0, maxClock)
+	if err := cmp.Or(err1, err2); err != nil {
+		s.m.refused.WithLabelValues("bad_param").Inc()
+		s.fail(w, r, err)
+		return
+	}
+	f := sdk.SessionFilter{Status: q["status"], Resumable: q.Get("resumable") == "true", Offset: int(offset), Limit: int(limit)}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	f.Fresh = true
+	ss, err := l.Sessions(ctx, f)
+	if err != nil {
+		s.failSession(w, r, err)
+		return
+	}
+	out := wire.Sessions{Sessions: make([]wire.Session, len(ss)), Total: len(ss)}
+	for i, se := range ss {
+		out.Sessions[i] = se.Wire()
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// pauseRequest is the body of POST /v1/threads/{thread}/pause.
+type pauseRequest struct {
+	Actor       string   `json:"actor"`
+	Depth       int      `json:"depth"`
+	BudgetSpent float64  `json:"budgetSpent"`
+	Rounds      uint64   `json:"rounds"`
+	ElapsedMs   int64    `json:"elapsedMs"`
+	Agents      []string `json:"agents"`
+	Reason      string   `json:"reason"`
+	Node        string   `json:"node"`
+	SessionID   string   `json:"sessionId"`
+}
+
+func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	if err != nil {
+		s.refuse(w, http.StatusBadRequest, "bad_json", wire.Error{Error: "read request: " + err.Error()})
+		return false
+	}
+	if len(data) == 0 {
+		data = []byte("{}")
+	}
+	if e, ok := decodeStrict(data, v); !ok {
+		s.refuse(w, http.StatusBadRequest, "bad_json", e)
+		return false
+	}
+	return true
+}
+
+func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
+	l := s.liveLog(w)
+	if l == nil {
+		return
+	}
+	var req pauseRequest
+	if !s.readJSON(w, r, &req) {
+		return
+	}
+	p, err := l.PauseSession(r.Context(), r.PathValue("thread"), req.Actor, sdk.PauseOptions{
+		SessionID: req.SessionID, Depth: req.Depth, BudgetSpent: req.BudgetSpent, Rounds: req.Rounds,
+		Elapsed: time.Duration(req.ElapsedMs) * time.Millisecond, Agents: req.Agents, Reason: req.Reason, Node: req.Node,
+	})
+	if err != nil {
+		s.failSession(w, r, err)
+		return
+	}
+	j, err := p.Wire()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, j)
+}
+
+// resumeRequest is the body of POST /v1/threads/{thread}/resume.
+type resumeRequest struct {
+	Actor string          `json:"actor"`
+	From  string          `json:"from"`
+	Set   json.RawMessage `json:"set"`
+}
+
+func (s *Server) handleResume(w http.ResponseWriter, r *http.Request) {
+	l := s.liveLog(w)
+	if l == nil {
+		return
+	}
+	var req resumeRequest
+	if !s.readJSON(w, r, &req) {
+		return
+	}
+	var o sdk.ResumeOptions
+	if req.From != "" {
+		id, err := records.ParseID(req.From)
+		if err != nil {
+			s.refuse(w, http.StatusBadRequest, "invalid", wire.Error{Error: "from: " + err.Error(), Field: "from", Rule: "a record id"})
+			return
+		}
+		o.From = id
+	}
+	if len(req.Set) > 0 {
+		body, err := records.BodyFromJSON(req.Set)
+		if err == nil {
+			err = (&records.Record{Body: body}).DecodeBody(&o.Set)
+		}
+		if err != nil {
+			s.refuse(w, http.StatusBadRequest, "invalid", wire.Error{Error: fmt.Sprintf("set: %v", err), Field: "set", Rule: "a JSON object"})
+			return
+		}
+	}
+	rc, err := l.ResumeSession(r.Context(), r.PathValue("thread"), req.Actor, o)
+	if err != nil {
+		s.failSession(w, r, err)
+		return
+	}
+	j, err := rc.Wire()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, j)
+}
