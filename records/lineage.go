@@ -195,3 +195,21 @@ func (c *Checkpoint) validateLineage() error {
 func (l ForkLink) String() string {
 	return fmt.Sprintf("%s@%s (clock %d)", l.Thread, l.ID, l.Clock)
 }
+
+// ValueFromJSON reads one JSON value (an object, an array, a string, a
+// number, true, false or null) with the strict reader of BodyFromJSON
+// and returns it as a generic value that a body may hold (a Checkpoint's
+// State, for one). A value the rules refuse is a *FieldError naming its
+// path under field; input that is not one JSON value is a *FieldError on
+// field.
+func ValueFromJSON(data []byte, field string) (any, error) {
+	v, err := readJSON(data, field)
+	if err != nil {
+		var se *jsonSyntaxError
+		if errors.As(err, &se) {
+			return nil, fieldErrorf(field, "must be a JSON value: %s", se.msg)
+		}
+		return nil, err
+	}
+	return v, nil
+}

@@ -96,6 +96,10 @@ type Checkpoint struct {
 	NextSteps []string `json:"next_steps"`
 	Name      string   `json:"name"`
 	SessionID string   `json:"session_id"`
+	// Lineage (wire/lineage.go): null when the body has none.
+	Parent     *string         `json:"parent"`
+	ForkedFrom *ForkLink       `json:"forked_from"`
+	State      json.RawMessage `json:"state"`
 }
 
 // NewCheckpoint returns the JSON form of checkpoint r, stored at clock
@@ -115,8 +119,11 @@ func NewCheckpoint(id records.ID, clock uint64, r *records.Record, cp *records.C
 		Summary:   cp.Summary,
 		Learnings: nonNil(cp.Learnings),
 		NextSteps: nonNil(cp.NextSteps),
-		Name:      cp.Name,
-		SessionID: cp.SessionID,
+		Name:       cp.Name,
+		SessionID:  cp.SessionID,
+		Parent:     OptionalID(cp.Parent),
+		ForkedFrom: NewForkLink(cp.ForkedFrom),
+		State:      stateOf(rec.Body),
 	}, nil
 }
 
