@@ -115,10 +115,10 @@ func NewCheckpoint(id records.ID, clock uint64, r *records.Record, cp *records.C
 		}
 	}
 	return Checkpoint{
-		Record:    rec,
-		Summary:   cp.Summary,
-		Learnings: nonNil(cp.Learnings),
-		NextSteps: nonNil(cp.NextSteps),
+		Record:     rec,
+		Summary:    cp.Summary,
+		Learnings:  nonNil(cp.Learnings),
+		NextSteps:  nonNil(cp.NextSteps),
 		Name:       cp.Name,
 		SessionID:  cp.SessionID,
 		Parent:     OptionalID(cp.Parent),
