@@ -360,7 +360,16 @@ func (c *Client) verifyLinks(ctx context.Context, thread string, rep *VerifyRepo
 		erased[t] = m
 		return m, nil
 	}
+	// A record the log's walk already reports missing (a gap in the
+	// chain) is reported once, not again for each link to it.
+	reported := make(map[records.ID]bool, len(rep.Missing))
+	for _, m := range rep.Missing {
+		reported[m.ID] = true
+	}
 	problem := func(sc SavedCheckpoint, id records.ID, reason string) {
+		if reported[id] {
+			return
+		}
 		rep.Missing = append(rep.Missing, VerifyProblem{Clock: sc.Clock,
 			Subject: splog.RecordSubject(thread, records.KindCheckpoint), ID: id, Reason: reason})
 	}
