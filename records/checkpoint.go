@@ -22,12 +22,16 @@ const maxSummaryLen = 8 << 10
 // encodes as one flat CBOR map holding the keys named beside each field
 // plus the keys of Extra.
 type Checkpoint struct {
-	Summary   string         // "summary": non-empty, at most 8 KiB (8192 bytes)
-	Learnings []string       // "learnings": at least one, each non-empty; absent when nil
-	NextSteps []string       // "next_steps": may be empty; absent when nil
-	SessionID string         // "session_id": absent when empty
-	Name      string         // "name": absent when empty
-	Extra     map[string]any // any other body keys, kept and re-encoded as given
+	Summary   string   // "summary": non-empty, at most 8 KiB (8192 bytes)
+	Learnings []string // "learnings": at least one, each non-empty; absent when nil
+	NextSteps []string // "next_steps": may be empty; absent when nil
+	SessionID string   // "session_id": absent when empty
+	Name      string   // "name": absent when empty
+	// Lineage (records/lineage.go); every one absent when zero.
+	Parent     ID             // "parent": the previous checkpoint of its branch, as id text
+	State      map[string]any // "state": structured state, a map with text keys
+	ForkedFrom *ForkLink      // "forked_from": the checkpoint of another thread a fork starts from
+	Extra      map[string]any // any other body keys, kept and re-encoded as given
 }
 
 // isCheckpointKey reports whether k is a key of a Checkpoint field.
@@ -36,24 +40,32 @@ func isCheckpointKey(k string) bool {
 	case keySummary, keyLearnings, keyNextSteps, keySessionID, keyName:
 		return true
 	}
-	return false
+	return isLineageKey(k)
 }
 
 // MarshalCBOR encodes c as a canonical CBOR map. It fails if a key of Extra
 // is the key of a field.
 func (c Checkpoint) MarshalCBOR() ([]byte, error) {
-	if len(c.Extra) == 0 {
+	if c.flat() {
 		return c.appendCBOR(make([]byte, 0, c.sizeHint())), nil
 	}
 	return c.marshalMap()
 }
 
+// flat reports whether c holds text fields only (no Extra, State or
+// ForkedFrom): what appendCBOR encodes.
+func (c Checkpoint) flat() bool {
+	return len(c.Extra) == 0 && c.State == nil && c.ForkedFrom == nil
+}
+
 // marshalMap encodes c through a map and the generic encoder: the
 // reference that appendCBOR matches, and the path for Extra.
 func (c Checkpoint) marshalMap() ([]byte, error) {
-	m := make(map[string]any, len(c.Extra)+5)
+	m := make(map[string]any, len(c.Extra)+8)
 	for k, v := range c.Extra {
-		if isCheckpointKey(k) {
+		// A lineage key in Extra holds a value of the wrong type, read
+		// from a stored body: re-encoded as it was (Validate refuses it).
+		if isCheckpointKey(k) && !isLineageKey(k) {
 			return nil, fmt.Errorf("encode checkpoint: %w",
 				fieldErrorf("body."+k, "is a checkpoint field; set it on Checkpoint, not in Extra"))
 		}
@@ -72,13 +84,37 @@ func (c Checkpoint) marshalMap() ([]byte, error) {
 	if c.Name != "" {
 		m[keyName] = c.Name
 	}
+	for k, v := range map[string]any{keyParent: c.Parent, keyState: c.State, keyForkedFrom: c.ForkedFrom} {
+		switch v := v.(type) {
+		case ID:
+			if v.IsZero() {
+				continue
+			}
+			m[k] = v.String()
+		case map[string]any:
+			if v == nil {
+				continue
+			}
+			m[k] = v
+		case *ForkLink:
+			if v == nil {
+				continue
+			}
+			m[k] = v.cbor()
+		}
+		if _, dup := c.Extra[k]; dup {
+			return nil, fmt.Errorf("encode checkpoint: %w",
+				fieldErrorf("body."+k, "is a checkpoint field; set it on Checkpoint, not in Extra"))
+		}
+	}
 	return encMode.Marshal(m)
 }
 
-// appendCBOR appends c, without Extra, as the canonical map the generic
-// encoder makes of it, with no reflection and no map: saving checkpoints
-// is the hot path. The keys go in canonical order (shorter first, then
-// bytewise): name, summary, learnings, next_steps, session_id.
+// appendCBOR appends c, without Extra, State and ForkedFrom, as the
+// canonical map the generic encoder makes of it, with no reflection and
+// no map: saving checkpoints is the hot path. The keys go in canonical
+// order (shorter first, then bytewise): name, parent, summary, learnings,
+// next_steps, session_id.
 // TestCheckpointEncodings holds it to the generic encoder.
 func (c Checkpoint) appendCBOR(b []byte) []byte {
 	n := uint64(1)
@@ -94,9 +130,15 @@ func (c Checkpoint) appendCBOR(b []byte) []byte {
 	if c.Name != "" {
 		n++
 	}
+	if !c.Parent.IsZero() {
+		n++
+	}
 	b = appendHead(b, majorMap, n)
 	if c.Name != "" {
 		b = appendText(appendText(b, keyName), c.Name)
+	}
+	if !c.Parent.IsZero() {
+		b = appendText(appendText(b, keyParent), c.Parent.String())
 	}
 	b = appendText(appendText(b, keySummary), c.Summary)
 	if c.Learnings != nil {
@@ -122,7 +164,7 @@ func appendTexts(b []byte, ss []string) []byte {
 
 // sizeHint is about the encoded size of c without Extra.
 func (c Checkpoint) sizeHint() int {
-	n := 64 + len(c.Summary) + len(c.SessionID) + len(c.Name)
+	n := 128 + len(c.Summary) + len(c.SessionID) + len(c.Name)
 	for _, ss := range [][]string{c.Learnings, c.NextSteps} {
 		for _, s := range ss {
 			n += 9 + len(s)
@@ -190,6 +232,9 @@ func decodeCheckpointGeneric(body []byte) (*Checkpoint, error) {
 			}
 			*c.listField(k) = list
 		default:
+			if c.decodeLineageKey(k, v) {
+				continue
+			}
 			if c.Extra == nil {
 				c.Extra = make(map[string]any)
 			}
@@ -248,8 +293,16 @@ func decodeCheckpointDirect(body []byte) (*Checkpoint, bool) {
 				}
 			}
 			*c.listField(k) = list
+		case keyParent:
+			v, ok := text()
+			if !ok {
+				return nil, false
+			}
+			if c.Parent, ok = canonicalID(v); !ok {
+				return nil, false // in Extra: the generic path
+			}
 		default:
-			return nil, false // Extra: generic values
+			return nil, false // State, ForkedFrom, Extra: generic values
 		}
 	}
 	return c, true
@@ -295,7 +348,11 @@ func stringList(field string, v any) ([]string, error) {
 // *FieldError: "body.summary" (non-empty, at most 8192 bytes),
 // "body.learnings" (at least one), "body.learnings[i]" (non-empty), any
 // field's string that is not valid UTF-8 (CBOR text must be), or
-// "body.<key>" for an Extra key that is a field's key.
+// "body.<key>" for an Extra key that is a field's key; then the lineage
+// fields: "body.forked_from.thread" (the header's thread rule),
+// "body.forked_from.id", "body.forked_from.clock" (at least 1), and
+// "body.parent", "body.state" or "body.forked_from" for a value of the
+// wrong type.
 func (c *Checkpoint) Validate() error {
 	switch {
 	case c.Summary == "":
@@ -313,13 +370,16 @@ func (c *Checkpoint) Validate() error {
 	if err := c.checkUTF8(); err != nil {
 		return err
 	}
+	if err := c.validateLineage(); err != nil {
+		return err
+	}
 	keys := make([]string, 0, len(c.Extra))
 	for k := range c.Extra {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		if isCheckpointKey(k) {
+		if isCheckpointKey(k) && !isLineageKey(k) {
 			return fieldErrorf("body."+k, "is a checkpoint field; set it on Checkpoint, not in Extra")
 		}
 	}

@@ -51,8 +51,13 @@ func TestCheckpointEncodings(t *testing.T) {
 		}
 		return out
 	}
-	for range 500 {
-		cases = append(cases, Checkpoint{Summary: word(), Learnings: list(), NextSteps: list(), SessionID: word(), Name: word()})
+	parent := Header{V: FormatVersion, Act: ActLearn, Kind: KindCheckpoint, Thread: "t", Actor: "did:x:y", TS: 1}.ID()
+	for i := range 500 {
+		c := Checkpoint{Summary: word(), Learnings: list(), NextSteps: list(), SessionID: word(), Name: word()}
+		if i%2 == 0 {
+			c.Parent = parent
+		}
+		cases = append(cases, c)
 	}
 	for i, c := range cases {
 		want, err := c.marshalMap()

@@ -160,7 +160,7 @@ func plainCheckpoint(body any) (*Checkpoint, bool) {
 	default:
 		return nil, false
 	}
-	return cp, cp != nil && len(cp.Extra) == 0
+	return cp, cp != nil && cp.flat()
 }
 
 // encodeBody returns the CBOR bytes of a body given to New. The bytes are

@@ -676,7 +676,20 @@ func (c *Client) QueryThread(ctx context.Context, thread string, opts ...QueryOp
 // policy this costs two lookups. When the checkpoint is saved but
 // retention fails, SaveCheckpoint returns the receipt and a
 // *RetentionError; the next save or ApplyRetention tries again.
+//
+// A checkpoint whose Parent and ForkedFrom are zero gets as Parent the
+// checkpoint it descends from (sdk/lineage.go): the one the thread's
+// newest resume record names when that is newer than the newest
+// checkpoint, else the newest checkpoint; two last-by-subject gets, sent
+// together.
 func (c *Client) SaveCheckpoint(ctx context.Context, thread, actor string, cp records.Checkpoint) (Receipt, error) {
+	if cp.Parent.IsZero() && cp.ForkedFrom == nil {
+		p, err := c.branchHead(ctx, thread)
+		if err != nil {
+			return Receipt{}, err
+		}
+		cp.Parent = p
+	}
 	return c.Emit(ctx, Event{Act: records.ActLearn, Kind: records.KindCheckpoint, Thread: thread, Actor: actor, Body: &cp})
 }
 

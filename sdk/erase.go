@@ -124,16 +124,32 @@ func checkErasure(thread, actor, reason string) error {
 // link, bridging erased records through the headers their erasure records
 // keep. Corrupt records and gaps that no erasure explains are in the
 // report; VerifyReport.OK says whether there are none.
+//
+// Then it checks the lineage links of the thread's checkpoints
+// (sdk/lineage.go): a fork's forked_from names a checkpoint of its
+// source thread at that clock, or one an erasure record there names; a
+// parent is a checkpoint of the thread, erased or not, or the fork's
+// source. A link that does not hold is in Missing.
 func (c *Client) Verify(ctx context.Context, thread string) (VerifyReport, error) {
-	return c.log.Verify(ctx, thread)
+	rep, err := c.log.Verify(ctx, thread)
+	if err != nil {
+		return rep, err
+	}
+	return rep, c.verifyLinks(ctx, thread, &rep)
 }
 
 // VerifyAll verifies every thread of the log and accounts for every clock:
 // a message gone that no erasure names is missing. progress, when set, is
 // called with the number of messages read so far, every 10,000 and at the
 // end.
+// The lineage links of every thread's checkpoints are checked as Verify
+// checks them.
 func (c *Client) VerifyAll(ctx context.Context, progress func(read uint64)) (VerifyReport, error) {
-	return c.log.VerifyAll(ctx, progress)
+	rep, err := c.log.VerifyAll(ctx, progress)
+	if err != nil {
+		return rep, err
+	}
+	return rep, c.verifyAllLinks(ctx, &rep)
 }
 
 // Tombstone is what is left of an erased record: its header, kept by the

@@ -376,6 +376,12 @@ func (c *Client) retainOnce(ctx context.Context, thread, actor string, p Retenti
 // now, and the result so far. It never drops what it cannot read: a
 // checkpoint that does not verify or decode is left alone.
 func (c *Client) plan(ctx context.Context, thread string, p RetentionPolicy, now time.Time) (RetentionResult, []records.ID, error) {
+	return c.planDrop(ctx, thread, p, now, nil)
+}
+
+// planDrop is plan, with a further say for prune: a checkpoint the
+// policy does not keep is dropped only if droppable (nil: all) says so.
+func (c *Client) planDrop(ctx context.Context, thread string, p RetentionPolicy, now time.Time, droppable func(*records.Checkpoint) bool) (RetentionResult, []records.ID, error) {
 	res := RetentionResult{Thread: thread, Policy: p}
 	var cps []splog.Entry
 	for e, err := range c.log.Read(ctx, thread, splog.Kind(records.KindCheckpoint)) {
@@ -399,7 +405,7 @@ func (c *Client) plan(ctx context.Context, thread string, p RetentionPolicy, now
 			(p.MaxAge > 0 && now.Sub(e.Record.Time()) < p.MaxAge)
 		if !keep {
 			cp, err := records.DecodeCheckpoint(e.Record.Body)
-			keep = err != nil || cp.Name != ""
+			keep = err != nil || cp.Name != "" || (droppable != nil && !droppable(cp))
 		}
 		if keep {
 			res.Kept++

@@ -16,6 +16,9 @@ type ResumeOptions struct {
 	// From is the checkpoint to resume from; zero: the latest (for a
 	// failed session, the latest clean one that can be resumed from).
 	From records.ID
+	// Ref names the checkpoint to resume from as FindCheckpoint reads it:
+	// its id, the end of its id, or its name. Ignored when From is set.
+	Ref string
 	// Set changes keys of the shared memory (--set key=value). The change
 	// is recorded (agent.session.memory), redacted like any record.
 	Set map[string]any
@@ -66,6 +69,13 @@ func (c *Client) ResumeSession(ctx context.Context, thread, actor string, o Resu
 	cps, err := c.SessionCheckpoints(ctx, thread, CheckpointQuery{})
 	if err != nil {
 		return ResumeContext{}, fmt.Errorf("spl/sdk: resume %q: %w", thread, err)
+	}
+	if o.From.IsZero() && o.Ref != "" {
+		sc, err := c.FindCheckpoint(ctx, thread, o.Ref)
+		if err != nil {
+			return ResumeContext{}, fmt.Errorf("resume %q from %q: %w", thread, o.Ref, err)
+		}
+		o.From = sc.ID
 	}
 	var from *SessionCheckpoint
 	switch {

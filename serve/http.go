@@ -38,6 +38,11 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/threads/{thread}/checkpoint", s.handleCheckpoint)
 	mux.HandleFunc("GET /v1/threads/{thread}/events", s.handleTail)
 	s.sessionRoutes(mux)
+	mux.HandleFunc("GET /v1/threads/{thread}/checkpoints", s.handleCheckpoints)
+	mux.HandleFunc("GET /v1/threads/{thread}/lineage", s.handleLineage)
+	mux.HandleFunc("GET /v1/threads/{thread}/diff", s.handleDiff)
+	mux.HandleFunc("POST /v1/threads/{thread}/fork", s.handleFork)
+	mux.HandleFunc("POST /v1/threads/{thread}/prune", s.handlePrune)
 	mux.HandleFunc("GET /healthz", s.handleHealth)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
 	return s.instrument(jsonMux{mux})
@@ -457,6 +462,10 @@ func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 	if err := records.CheckThread(thread); err != nil {
 		s.m.refused.WithLabelValues("bad_param").Inc()
 		s.fail(w, r, err)
+		return
+	}
+	if q := r.URL.Query(); q.Has("id") || q.Has("name") {
+		s.checkpointByRef(w, r, l, thread)
 		return
 	}
 	e, err := l.Latest(r.Context(), thread, records.KindCheckpoint)

@@ -133,15 +133,7 @@ func (s *Server) handleResume(w http.ResponseWriter, r *http.Request) {
 	if !s.readJSON(w, r, &req) {
 		return
 	}
-	var o sdk.ResumeOptions
-	if req.From != "" {
-		id, err := records.ParseID(req.From)
-		if err != nil {
-			s.refuse(w, http.StatusBadRequest, "invalid", wire.Error{Error: "from: " + err.Error(), Field: "from", Rule: "a record id"})
-			return
-		}
-		o.From = id
-	}
+	o := sdk.ResumeOptions{Ref: req.From}
 	if len(req.Set) > 0 {
 		body, err := records.BodyFromJSON(req.Set)
 		if err == nil {

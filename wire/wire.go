@@ -96,6 +96,10 @@ type Checkpoint struct {
 	NextSteps []string `json:"next_steps"`
 	Name      string   `json:"name"`
 	SessionID string   `json:"session_id"`
+	// Lineage (wire/lineage.go): null when the body has none.
+	Parent     *string         `json:"parent"`
+	ForkedFrom *ForkLink       `json:"forked_from"`
+	State      json.RawMessage `json:"state"`
 }
 
 // NewCheckpoint returns the JSON form of checkpoint r, stored at clock
@@ -111,12 +115,15 @@ func NewCheckpoint(id records.ID, clock uint64, r *records.Record, cp *records.C
 		}
 	}
 	return Checkpoint{
-		Record:    rec,
-		Summary:   cp.Summary,
-		Learnings: nonNil(cp.Learnings),
-		NextSteps: nonNil(cp.NextSteps),
-		Name:      cp.Name,
-		SessionID: cp.SessionID,
+		Record:     rec,
+		Summary:    cp.Summary,
+		Learnings:  nonNil(cp.Learnings),
+		NextSteps:  nonNil(cp.NextSteps),
+		Name:       cp.Name,
+		SessionID:  cp.SessionID,
+		Parent:     OptionalID(cp.Parent),
+		ForkedFrom: NewForkLink(cp.ForkedFrom),
+		State:      stateOf(rec.Body),
 	}, nil
 }
 

@@ -68,18 +68,21 @@ func tableTime(ts int64) string {
 	return time.UnixMilli(ts).UTC().Format("2006-01-02T15:04:05Z")
 }
 
-// writeCheckpointTable writes the table of "session list".
-func writeCheckpointTable(w io.Writer, cps []sdk.SavedCheckpoint) error {
+// writeCheckpointTable writes the table of "session list", ages
+// measured at now; step and progress as the body carries them
+// (sdk.FactsOf).
+func writeCheckpointTable(w io.Writer, cps []sdk.SavedCheckpoint, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLOCK\tTIME\tACTOR\tID\tNAME\tSUMMARY")
+	fmt.Fprintln(tw, "CLOCK\tTIME\tAGE\tACTOR\tID\tNAME\tSTEP\tPROGRESS\tSUMMARY")
 	for _, cp := range cps {
 		c, err := checkpointOf(cp)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n",
-			cp.Clock, tableTime(cp.Header.TS), cell(cp.Header.Actor, actorWidth), cp.ID.Short(),
-			cell(c.Name, nameWidth), cell(c.Summary, summaryWidth))
+		f := sdk.FactsOf(c)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			cp.Clock, tableTime(cp.Header.TS), ago(now, time.UnixMilli(cp.Header.TS)), cell(cp.Header.Actor, actorWidth), cp.ID.Short(),
+			cell(c.Name, nameWidth), cell(f.Step, nameWidth), cell(f.Progress, 12), cell(c.Summary, summaryWidth))
 	}
 	return tw.Flush()
 }
@@ -118,6 +121,19 @@ func writeCheckpoint(w io.Writer, cp sdk.SavedCheckpoint) error {
 	field("clock", fmt.Sprint(cp.Clock))
 	field("name", orDash(c.Name))
 	field("session id", orDash(c.SessionID))
+	field("parent", idOrDash(c.Parent))
+	if f := c.ForkedFrom; f != nil {
+		field("forked from", fmt.Sprintf("%s at %s (clock %d)", f.Thread, f.ID, f.Clock))
+	}
+	body := cp.Body
+	if body == nil { // built in memory, not read
+		if body, err = c.MarshalCBOR(); err != nil {
+			return fmt.Errorf("checkpoint %s: %w", cp.ID, err)
+		}
+	}
+	if err := writeBodyRest(&b, body); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", cp.ID, err)
+	}
 	_, err = io.WriteString(w, b.String())
 	return err
 }

@@ -35,6 +35,12 @@ func fixedCheckpoints() []sdk.SavedCheckpoint {
 			Learnings: []string{"legacy rows have no tenant\nbackfill them first"},
 			Name:      "migrations-done",
 			SessionID: "sess-0002",
+			Parent:    fixedID(0x10),
+			State: map[string]any{
+				"current_phase": "3", "step_number": uint64(5),
+				"todos": []any{map[any]any{"content": "Write tests", "status": "pending"}},
+			},
+			Extra: map[string]any{"metadata": map[any]any{"estimated_completion": "45%", "trigger": "phase_complete"}},
 		},
 		{
 			Summary:   "Line one\nline two\ttabbed",
@@ -68,7 +74,7 @@ func fixedCheckpoints() []sdk.SavedCheckpoint {
 
 func TestCheckpointTable(t *testing.T) {
 	var b bytes.Buffer
-	if err := writeCheckpointTable(&b, fixedCheckpoints()); err != nil {
+	if err := writeCheckpointTable(&b, fixedCheckpoints(), fixedTime.Add(5*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "session_list.golden", b.String())

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
-	"github.com/spl-dev/spl/wire"
 )
 
 // DefaultListLimit is how many checkpoints "session list" shows by default.
@@ -24,16 +23,17 @@ LEARN) on a thread: a summary of where the work stands, what was learned and
 what comes next, so that the next session can pick up where this one ended.`,
 		RunE: groupRunE,
 	}
-	cmd.AddCommand(newSessionSaveCommand(a), newSessionListCommand(a), newSessionShowCommand(a), newSessionPinCommand(a))
+	cmd.AddCommand(newSessionSaveCommand(a), newSessionListCommand(a), newSessionShowCommand(a), newSessionPinCommand(a),
+		newSessionLogCommand(a), newSessionForkCommand(a), newSessionDiffCommand(a), newSessionPruneCommand(a))
 	addSessionLifecycle(a, cmd)
 	return cmd
 }
 
 func newSessionSaveCommand(a *app) *cobra.Command {
 	var (
-		thread, actor   string
-		cp              records.Checkpoint
-		learnings, next []string
+		thread, actor, stateFile string
+		cp                       records.Checkpoint
+		learnings, next          []string
 	)
 	cmd := &cobra.Command{
 		Use:   "save --thread THREAD --summary TEXT --learnings TEXT... [flags]",
@@ -49,6 +49,11 @@ func newSessionSaveCommand(a *app) *cobra.Command {
 				return fmt.Errorf("session save: %w", err)
 			}
 			cp.Learnings, cp.NextSteps = learnings, next
+			if stateFile != "" {
+				if cp.State, err = a.readState(stateFile); err != nil {
+					return fmt.Errorf("session save: --state-file: %w", err)
+				}
+			}
 			// Refuse bad input before the log is opened: nothing is stored
 			// and no server is started for a checkpoint that cannot be.
 			if _, err := records.New(records.ActLearn, records.KindCheckpoint, thread, actor, time.Now(), &cp); err != nil {
@@ -82,6 +87,7 @@ func newSessionSaveCommand(a *app) *cobra.Command {
 	f.StringArrayVar(&next, "next-steps", nil, "a next step (repeatable)")
 	f.StringVar(&cp.Name, "name", "", "name of the checkpoint (named checkpoints survive retention)")
 	f.StringVar(&cp.SessionID, "session-id", "", "id of the session that saved it")
+	f.StringVar(&stateFile, "state-file", "", `structured state: a JSON object kept as the body's "state" ("-": standard input)`)
 	f.StringVar(&actor, "actor", "", "actor DID (default $SPL_ACTOR)")
 	_ = cmd.MarkFlagRequired("thread")
 	return cmd
@@ -131,13 +137,9 @@ itself when no spl serve runs it).`,
 				return fmt.Errorf("session list: %w", err)
 			}
 			if a.json {
-				out := make([]wire.Checkpoint, 0, len(cps))
-				for _, cp := range cps {
-					j, err := newCheckpointJSON(cp)
-					if err != nil {
-						return fmt.Errorf("session list: %w", err)
-					}
-					out = append(out, j)
+				out, err := listingOf(cps)
+				if err != nil {
+					return fmt.Errorf("session list: %w", err)
 				}
 				return writeJSON(cmd.OutOrStdout(), out)
 			}
@@ -145,7 +147,7 @@ itself when no spl serve runs it).`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "no checkpoints on thread %q\n", thread)
 				return nil
 			}
-			return writeCheckpointTable(cmd.OutOrStdout(), cps)
+			return writeCheckpointTable(cmd.OutOrStdout(), cps, time.Now())
 		}),
 	}
 	f := cmd.Flags()
@@ -189,12 +191,17 @@ func (a *app) listLatest(cmd *cobra.Command, limit, offset int, actor string) er
 }
 
 func newSessionShowCommand(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "show THREAD",
-		Short: "Show the latest checkpoint of a thread in full",
-		Long: `Show the latest checkpoint of a thread in full. A newer checkpoint that
-fails verification is skipped, with a note on stderr naming its clock;
-the newest one that verifies is shown.`,
+	var id, name string
+	cmd := &cobra.Command{
+		Use:   "show THREAD [--id ID | --name NAME]",
+		Short: "Show a checkpoint of a thread in full: the latest, or one by id or name",
+		Long: `Show a checkpoint of a thread in full: every field of its body, the
+structured state and any other keys nested. Without --id or --name, the
+latest: a newer checkpoint that fails verification is skipped, with a
+note on stderr naming its clock, and the newest one that verifies is
+shown. --id takes a full id or its last characters (at least 8, as
+tables show 12); --name the newest checkpoint of that name. An erased
+checkpoint exits 2 and says who erased it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
 			thread := args[0]
@@ -204,9 +211,9 @@ the newest one that verifies is shown.`,
 			if err != nil {
 				return fmt.Errorf("session show: %w", err)
 			}
-			cp, err := c.LatestCheckpoint(ctx, thread)
+			cp, err := findShown(cmd, c, thread, id, name)
 			if err != nil {
-				return fmt.Errorf("session show: %w", err)
+				return withOp("session show", err)
 			}
 			for _, clock := range cp.Skipped {
 				fmt.Fprintf(cmd.ErrOrStderr(), "spl: skipped corrupt checkpoint at clock %d\n", clock)
@@ -224,6 +231,9 @@ the newest one that verifies is shown.`,
 			return nil
 		}),
 	}
+	cmd.Flags().StringVar(&id, "id", "", "the checkpoint with this id (or id end, at least 8 characters)")
+	cmd.Flags().StringVar(&name, "name", "", "the newest checkpoint with this name")
+	return cmd
 }
 
 // writeReceipt prints where a record landed: its id and clock, or with

@@ -281,12 +281,7 @@ checkpoint to resume from, a checkpoint whose can_resume_from is false.`,
 			if err != nil {
 				return fmt.Errorf("session resume: %w", err)
 			}
-			var o sdk.ResumeOptions
-			if from != "" {
-				if o.From, err = records.ParseID(from); err != nil {
-					return usagef("session resume: --from: %v", err)
-				}
-			}
+			o := sdk.ResumeOptions{Ref: from}
 			for _, s := range sets {
 				k, v, ok := strings.Cut(s, "=")
 				if !ok || k == "" {
@@ -318,7 +313,7 @@ checkpoint to resume from, a checkpoint whose can_resume_from is false.`,
 		}),
 	}
 	f := cmd.Flags()
-	f.StringVar(&from, "from", "", "id of the checkpoint to resume from (default: the latest)")
+	f.StringVar(&from, "from", "", "the checkpoint to resume from: its id, the end of its id, or its name (default: the latest)")
 	f.StringArrayVar(&sets, "set", nil, "key=value: change a key of the shared memory (repeatable)")
 	f.StringVar(&actor, "actor", "", "actor DID (default $SPL_ACTOR)")
 	return cmd

@@ -1,0 +1,129 @@
+package sdk_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/spl-dev/spl/records"
+	"github.com/spl-dev/spl/sdk"
+)
+
+func saveLineageCP(t *testing.T, c *sdk.Client, thread string, cp records.Checkpoint) sdk.Receipt {
+	t.Helper()
+	if cp.Learnings == nil {
+		cp.Learnings = []string{"l"}
+	}
+	r, err := c.SaveCheckpoint(context.Background(), thread, "did:sync:agent:dev", cp)
+	if err != nil {
+		t.Fatalf("save: %v", err)
+	}
+	return r
+}
+
+// Parents follow the branch: the previous checkpoint, or the one resumed.
+func TestLineageParentsAndResume(t *testing.T) {
+	ctx := context.Background()
+	c := open(t, sdk.WithActor("did:sync:agent:dev"))
+	a := saveLineageCP(t, c, "th", records.Checkpoint{Summary: "a", Name: "first"})
+	b := saveLineageCP(t, c, "th", records.Checkpoint{Summary: "b"})
+	if _, err := c.ResumeSession(ctx, "th", "", sdk.ResumeOptions{Ref: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	d := saveLineageCP(t, c, "th", records.Checkpoint{Summary: "d"})
+	for _, tc := range []struct {
+		id, parent records.ID
+	}{{b.ID, a.ID}, {d.ID, a.ID}} {
+		sc, err := c.CheckpointByID(ctx, "th", tc.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sc.Checkpoint.Parent; got != tc.parent {
+			t.Errorf("parent of %s = %s, want %s", tc.id.Short(), got.Short(), tc.parent.Short())
+		}
+	}
+	if sc, err := c.FindCheckpoint(ctx, "th", b.ID.String()[50:]); err != nil || sc.ID != b.ID {
+		t.Errorf("FindCheckpoint by end of id: %v, %v", sc.ID, err)
+	}
+	l, err := c.Lineage(ctx, "th")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(l.Nodes), 4; got != want {
+		t.Fatalf("lineage has %d nodes, want %d: %+v", got, want, l.Nodes)
+	}
+}
+
+// A fork verifies across threads, also once its source was erased; a
+// broken link does not.
+func TestForkVerifiesAfterErasure(t *testing.T) {
+	ctx := context.Background()
+	c := open(t, sdk.WithActor("did:sync:agent:dev"))
+	a := saveLineageCP(t, c, "src", records.Checkpoint{Summary: "a", State: map[string]any{"phase": "1"}})
+	saveLineageCP(t, c, "src", records.Checkpoint{Summary: "b"})
+	set, err := sdk.ParseStateSet("phase=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := c.Fork(ctx, "src", sdk.ForkRequest{From: a.ID.String(), To: "dst", Set: []sdk.StateSet{set}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Checkpoint.Checkpoint.State["phase"]; got != uint64(2) {
+		t.Errorf("forked state phase = %#v, want 2", got)
+	}
+	if _, err := c.Fork(ctx, "src", sdk.ForkRequest{To: "dst"}); !errors.Is(err, records.ErrInvalid) {
+		t.Errorf("fork onto a thread with records: %v, want ErrInvalid", err)
+	}
+	if _, err := c.Erase(ctx, "src", "", []records.ID{a.ID}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := c.Verify(ctx, "dst")
+	if err != nil || !rep.OK() {
+		t.Fatalf("verify dst after erasure: %+v, %v", rep, err)
+	}
+	bad := records.Checkpoint{Summary: "x", Learnings: []string{"l"},
+		ForkedFrom: &records.ForkLink{Thread: "src", ID: f.Checkpoint.ID, Clock: 1}}
+	if _, err := c.SaveCheckpoint(ctx, "bad", "", bad); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := c.Verify(ctx, "bad"); err != nil || rep.OK() {
+		t.Fatalf("verify a broken fork link: %+v, %v; want a problem", rep, err)
+	}
+}
+
+func TestPruneAndDiff(t *testing.T) {
+	ctx := context.Background()
+	c := open(t, sdk.WithActor("did:sync:agent:dev"))
+	dirty := false
+	var ids []records.ID
+	for i := range 4 {
+		cp := records.Checkpoint{Summary: "s", State: map[string]any{"i": uint64(i)}}
+		if i == 1 {
+			cp.Extra = map[string]any{"is_clean": dirty}
+		}
+		ids = append(ids, saveLineageCP(t, c, "p", cp).ID)
+	}
+	res, err := c.Prune(ctx, "p", sdk.PruneOptions{KeepLast: 1, KeepCleanOnly: true, DryRun: true})
+	if err != nil || len(res.Pruned) != 1 || res.Pruned[0] != ids[1] {
+		t.Fatalf("dry run: %+v, %v", res, err)
+	}
+	res, err = c.Prune(ctx, "p", sdk.PruneOptions{OlderThan: time.Hour, KeepLast: 2, Now: time.Now().Add(2 * time.Hour)})
+	if err != nil || len(res.Pruned) != 2 || len(res.Erasures) != 1 {
+		t.Fatalf("prune: %+v, %v", res, err)
+	}
+	a, _ := c.CheckpointByID(ctx, "p", ids[2])
+	b, _ := c.CheckpointByID(ctx, "p", ids[3])
+	d, err := sdk.DiffCheckpoints(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, ch := range d.Changes {
+		paths = append(paths, ch.Op+" "+ch.Path)
+	}
+	if got, want := len(paths), 2; got != want { // parent, state.i
+		t.Fatalf("diff: %v", paths)
+	}
+}

@@ -1,0 +1,264 @@
+package serve
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/spl-dev/spl/records"
+	"github.com/spl-dev/spl/sdk"
+	"github.com/spl-dev/spl/wire"
+)
+
+// Lineage routes of the HTTP API (docs/http-api.yaml): thin faces over
+// sdk's lineage (sdk/lineage.go, fork.go, diff.go, prune.go).
+
+// threadParam reads the {thread} of a request, answering 400 for a
+// bad one.
+func (s *Server) threadParam(w http.ResponseWriter, r *http.Request) (string, bool) {
+	thread := r.PathValue("thread")
+	if err := records.CheckThread(thread); err != nil {
+		s.m.refused.WithLabelValues("bad_param").Inc()
+		s.fail(w, r, err)
+		return "", false
+	}
+	return thread, true
+}
+
+// readRequest reads a JSON request body into v, strictly (decodeStrict),
+// answering what is wrong.
+func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, v any) bool {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			s.refuse(w, http.StatusRequestEntityTooLarge, "too_large",
+				wire.Error{Error: fmt.Sprintf("request body over %d bytes", mbe.Limit), Field: "body", Rule: fmt.Sprintf("at most %d bytes", mbe.Limit)})
+			return false
+		}
+		s.refuse(w, http.StatusBadRequest, "bad_json", wire.Error{Error: "read request: " + err.Error()})
+		return false
+	}
+	if e, ok := decodeStrict(data, v); !ok {
+		s.refuse(w, http.StatusBadRequest, "bad_json", e)
+		return false
+	}
+	return true
+}
+
+// checkpointsResponse is the answer of GET /v1/threads/{thread}/checkpoints.
+type checkpointsResponse struct {
+	Thread      string                   `json:"thread"`
+	Checkpoints []wire.CheckpointListing `json:"checkpoints"`
+}
+
+func (s *Server) handleCheckpoints(w http.ResponseWriter, r *http.Request) {
+	l := s.liveLog(w)
+	if l == nil {
+		return
+	}
+	thread, ok := s.threadParam(w, r)
+	if !ok {
+		return
+	}
+	limit, err := uintParam(r.URL.Query(), "limit", 50, 0, maxLimit)
+	if err != nil {
+		s.m.refused.WithLabelValues("bad_param").Inc()
+		s.fail(w, r, err)
+		return
+	}
+	cps, err := l.ListCheckpoints(r.Context(), thread, int(limit))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	resp := checkpointsResponse{Thread: thread, Checkpoints: []wire.CheckpointListing{}}
+	for _, cp := range cps {
+		j, err := cp.Listing()
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		resp.Checkpoints = append(resp.Checkpoints, j)
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// checkpointByRef answers GET /v1/threads/{thread}/checkpoint?id=|name=.
+func (s *Server) checkpointByRef(w http.ResponseWriter, r *http.Request, l *sdk.Client, thread string) {
+	q := r.URL.Query()
+	id, name := q.Get("id"), q.Get("name")
+	var (
+		sc  sdk.SavedCheckpoint
+		err error
+	)
+	switch {
+	case id != "" && name != "":
+		err = &ConfigError{Field: "id", Rule: "give id or name, not both"}
+	case name != "":
+		sc, err = l.CheckpointByName(r.Context(), thread, name)
+	default:
+		var full records.ID
+		if full, err = records.ParseID(id); err == nil {
+			sc, err = l.CheckpointByID(r.Context(), thread, full)
+		}
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	j, err := sc.Wire()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, j)
+}
+
+func (s *Server) handleLineage(w http.ResponseWriter, r *http.Request) {
+	l := s.liveLog(w)
+	if l == nil {
+		return
+	}
+	thread, ok := s.threadParam(w, r)
+	if !ok {
+		return
+	}
+	lin, err := l.Lineage(r.Context(), thread)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, lin.Wire())
+}
+
+// forkRequest is the body of POST /v1/threads/{thread}/fork.
+type forkRequest struct {
+	From  string                     `json:"from"`
+	To    string                     `json:"to"`
+	Actor string                     `json:"actor"`
+	Set   map[string]json.RawMessage `json:"set"`
+}
+
+func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) {
+	l := s.liveLog(w)
+	if l == nil {
+		return
+	}
+	thread, ok := s.threadParam(w, r)
+	if !ok {
+		return
+	}
+	var req forkRequest
+	if !s.readRequest(w, r, &req) {
+		return
+	}
+	if req.Actor == "" {
+		s.refuse(w, http.StatusBadRequest, "invalid", wire.Error{Error: "actor: required", Field: "actor", Rule: "required: a DID"})
+		return
+	}
+	fr := sdk.ForkRequest{From: req.From, To: req.To, Actor: req.Actor}
+	for _, p := range slices.Sorted(maps.Keys(req.Set)) {
+		fr.Set = append(fr.Set, sdk.StateSet{Path: p, Value: req.Set[p]})
+	}
+	f, err := l.Fork(r.Context(), thread, fr)
+	if err != nil && f.Checkpoint.Record.Record == nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err != nil {
+		s.logger.Warn("fork note failed", "thread", thread, "err", err)
+	}
+	j, err := f.Wire()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, j)
+}
+
+func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
+	l := s.liveLog(w)
+	if l == nil {
+		return
+	}
+	thread, ok := s.threadParam(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	a, err1 := filterParam(q, "a")
+	b, err2 := filterParam(q, "b")
+	bThread, err3 := filterParam(q, "b_thread")
+	if err := cmp.Or(err1, err2, err3, optional(records.CheckThread, bThread)); err != nil || a == "" || b == "" {
+		if err == nil {
+			err = &ConfigError{Field: "a", Rule: "a and b are required: ids, ends of ids or names"}
+		}
+		s.m.refused.WithLabelValues("bad_param").Inc()
+		s.fail(w, r, err)
+		return
+	}
+	ca, err := l.FindCheckpoint(r.Context(), thread, a)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	cb, err := l.FindCheckpoint(r.Context(), cmp.Or(bThread, thread), b)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	d, err := sdk.DiffCheckpoints(ca, cb)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d.Wire())
+}
+
+// pruneRequest is the body of POST /v1/threads/{thread}/prune.
+type pruneRequest struct {
+	OlderThanMS   int64  `json:"older_than_ms"`
+	KeepLast      int    `json:"keep_last"`
+	KeepCleanOnly bool   `json:"keep_clean_only"`
+	DryRun        bool   `json:"dry_run"`
+	Actor         string `json:"actor"`
+}
+
+func (s *Server) handlePrune(w http.ResponseWriter, r *http.Request) {
+	l := s.liveLog(w)
+	if l == nil {
+		return
+	}
+	thread, ok := s.threadParam(w, r)
+	if !ok {
+		return
+	}
+	var req pruneRequest
+	if !s.readRequest(w, r, &req) {
+		return
+	}
+	if req.Actor == "" && !req.DryRun {
+		s.refuse(w, http.StatusBadRequest, "invalid", wire.Error{Error: "actor: required", Field: "actor", Rule: "required: a DID"})
+		return
+	}
+	if req.OlderThanMS < 0 || req.OlderThanMS > int64(time.Duration(1<<63-1)/time.Millisecond) {
+		s.refuse(w, http.StatusBadRequest, "invalid", wire.Error{Error: "older_than_ms: out of range", Field: "older_than_ms", Rule: "must be 0 or a positive number of milliseconds"})
+		return
+	}
+	res, err := l.Prune(r.Context(), thread, sdk.PruneOptions{
+		OlderThan: time.Duration(req.OlderThanMS) * time.Millisecond, KeepLast: req.KeepLast,
+		KeepCleanOnly: req.KeepCleanOnly, DryRun: req.DryRun, Actor: req.Actor,
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res.Wire())
+}
