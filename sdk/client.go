@@ -169,6 +169,9 @@ type Client struct {
 	closed   bool
 
 	policies policyCache // retention policies the save path last read
+
+	blobOnce  sync.Once
+	blobStore *natsio.Blobs // payloads of runs too large for a record (run_write.go)
 }
 
 func newConfig(opts []Option) config {
