@@ -196,7 +196,7 @@ func isSnapshotPhase(phase string) bool { return phase == PhaseStepStarted || ph
 
 // payloadDec decodes payloads into Go values: maps with string keys.
 var payloadDec, _ = cbor.DecOptions{
-	DefaultMapType: reflect.TypeOf(map[string]any(nil)),
+	DefaultMapType:   reflect.TypeOf(map[string]any(nil)),
 	MaxArrayElements: 1 << 24, MaxMapPairs: 1 << 24, MaxNestedLevels: 256,
 }.DecMode()
 
