@@ -37,6 +37,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/threads/{thread}/records", s.handleQuery)
 	mux.HandleFunc("GET /v1/threads/{thread}/checkpoint", s.handleCheckpoint)
 	mux.HandleFunc("GET /v1/threads/{thread}/events", s.handleTail)
+	s.runRoutes(mux)
 	mux.HandleFunc("GET /healthz", s.handleHealth)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
 	return s.instrument(jsonMux{mux})

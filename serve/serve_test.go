@@ -689,7 +689,7 @@ func TestAPIDocumented(t *testing.T) {
 			documented = append(documented, strings.TrimSuffix(strings.TrimSpace(line), ":"))
 		}
 	}
-	routes := []string{"/v1/records", "/v1/threads", "/v1/threads/{thread}/records", "/v1/threads/{thread}/checkpoint", "/v1/threads/{thread}/events", "/healthz", "/metrics"}
+	routes := []string{"/v1/records", "/v1/threads", "/v1/threads/{thread}/records", "/v1/threads/{thread}/checkpoint", "/v1/threads/{thread}/events", "/v1/runs", "/v1/runs/{run}", "/healthz", "/metrics"}
 	if got, want := strings.Join(documented, " "), strings.Join(routes, " "); got != want {
 		t.Fatalf("documented paths=%s, want %s", got, want)
 	}
