@@ -174,8 +174,10 @@ func TestRunnerKilledAtRandom(t *testing.T) {
 		_ = c.Process.Signal(syscall.SIGKILL)
 		_ = c.Wait()
 	}
+	ref := newHome(t)
+	want, _ := ref.runner(t, bin, "--run", "R", "--tools", fmt.Sprint(tools), "--effects", filepath.Join(ref.dir, "..", "eff"))
 	got, _ := h.runner(t, bin, args...)
-	if !strings.Contains(string(got.Result), fmt.Sprintf("done: %d tool calls", tools)) {
+	if string(got.Result) != string(want.Result) {
 		t.Fatalf("result %s", got.Result)
 	}
 	checkEffects(t, eff, tools)

@@ -173,10 +173,16 @@ func run(ctx context.Context, runID, thread string, tools int, effects, llmLog s
 		cr.at(phase)
 	}
 	cp(sdk.PhaseRunStarted, map[string]any{"agent_name": "example", "resumed": res.Resumed})
+	// A step_started snapshot is a step begun whose LLM call is not known
+	// to have been made: that step is made again, not the next one.
+	again := res.Snapshot != nil && res.Snapshot.Phase == sdk.PhaseStepStarted
 	for {
 		if s.Pending == nil {
-			s.Step++
-			cp(sdk.PhaseStepStarted, s)
+			if !again {
+				s.Step++
+				cp(sdk.PhaseStepStarted, s)
+			}
+			again = false
 			cp(sdk.PhasePreLLM, map[string]any{"model": s.Requested, "provider": s.Provider, "message_count": len(s.Messages)})
 			resp := scriptedLLM(s.Step, tools)
 			out.LLMCalls++
