@@ -101,6 +101,7 @@ func main() {
 	flag.BoolVar(&o.InstallPostgres, "install-postgres", true, "when PostgreSQL is not found and running as root, apt-get install postgresql-15")
 	flag.BoolVar(&o.Keep, "keep", false, "keep the stores after the run")
 	flag.BoolVar(&o.Quiet, "q", false, "no progress on stderr")
+	workload := flag.String("workload", "", `"runs": only the durable-runs workload (bench/runs.go), against PostgreSQL and SQLite step tables`)
 	flag.Parse()
 	if *short {
 		o.Mode = "short"
@@ -110,7 +111,11 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	report, path, err := run(ctx, o)
+	runBench := run
+	if *workload == "runs" {
+		runBench = runRunsWorkload
+	}
+	report, path, err := runBench(ctx, o)
 	if report != "" {
 		fmt.Print(report)
 	}

@@ -170,6 +170,9 @@ type Client struct {
 
 	policies   policyCache    // retention policies the save path last read
 	redactions redactionCache // redaction policies the seal path last read
+
+	blobOnce  sync.Once
+	blobStore *natsio.Blobs // payloads of runs too large for a record (run_write.go)
 }
 
 func newConfig(opts []Option) config {

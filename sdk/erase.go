@@ -76,7 +76,12 @@ func (c *Client) Erase(ctx context.Context, thread, actor string, ids []records.
 			return EraseResult{}, err
 		}
 	}
-	return c.erase(ctx, thread, actor, ids, reason, MaxErasureTargets)
+	blobs := c.runBlobs(ctx, thread, ids) // payloads a run stored beside the log
+	res, err := c.erase(ctx, thread, actor, ids, reason, MaxErasureTargets)
+	if berr := c.eraseBlobs(ctx, blobs, res.Erased); berr != nil {
+		err = errors.Join(err, fmt.Errorf("erase: %w", berr))
+	}
+	return res, err
 }
 
 // erase erases ids, per records an erasure record.

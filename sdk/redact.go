@@ -120,18 +120,35 @@ func (c *Client) redact(ctx context.Context, rec *records.Record) (*records.Reco
 	if strings.HasPrefix(h.Kind, "core.") {
 		return rec, nil
 	}
-	pols, err := c.redactions.get(h.Thread, func() ([]RedactionPolicy, error) { return c.RedactionFor(ctx, h.Thread) })
+	body, removed, err := c.redactBody(ctx, h.Thread, rec.Body)
+	if err != nil || len(removed) == 0 {
+		return rec, err
+	}
+	out, err := records.New(h.Act, h.Kind, h.Thread, h.Actor, time.UnixMilli(h.TS), records.RawBody(body))
 	if err != nil {
-		return nil, fmt.Errorf("spl/sdk: redaction: %w", err)
+		return nil, fmt.Errorf("spl/sdk: redacted %s: %w", strings.Join(removed, ", "), err)
+	}
+	return out, nil
+}
+
+// redactBody applies the redaction policies of thread to body, a CBOR
+// map: it returns the body without the covered values, with the paths
+// removed listed under "redacted", and those paths; body itself and none
+// when nothing is covered. A run's payload, which may be stored beside
+// the log rather than in a record, passes here before it is stored.
+func (c *Client) redactBody(ctx context.Context, thread string, body []byte) ([]byte, []string, error) {
+	pols, err := c.redactions.get(thread, func() ([]RedactionPolicy, error) { return c.RedactionFor(ctx, thread) })
+	if err != nil {
+		return nil, nil, fmt.Errorf("spl/sdk: redaction: %w", err)
 	}
 	if len(pols) == 0 {
-		return rec, nil
+		return body, nil, nil
 	}
 	rs := make([]records.Redaction, len(pols))
 	for i, p := range pols {
 		rs[i] = records.Redaction{Keys: p.Keys, Patterns: p.Patterns}
 	}
-	body, removed, err := records.Redact(rec.Body, func(key, path string) bool {
+	out, removed, err := records.Redact(body, func(key, path string) bool {
 		for i := range rs {
 			if rs[i].Covers(key, path) {
 				return true
@@ -140,16 +157,9 @@ func (c *Client) redact(ctx context.Context, rec *records.Record) (*records.Reco
 		return false
 	})
 	if err != nil {
-		return nil, fmt.Errorf("spl/sdk: redaction: %w", err)
+		return nil, nil, fmt.Errorf("spl/sdk: redaction: %w", err)
 	}
-	if len(removed) == 0 {
-		return rec, nil
-	}
-	out, err := records.New(h.Act, h.Kind, h.Thread, h.Actor, time.UnixMilli(h.TS), records.RawBody(body))
-	if err != nil {
-		return nil, fmt.Errorf("spl/sdk: redacted %s: %w", strings.Join(removed, ", "), err)
-	}
-	return out, nil
+	return out, removed, nil
 }
 
 // redactionCache is what a client last read of each thread's redaction

@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -342,6 +343,49 @@ func TestRedactionKeepsSecretsOffTheLog(t *testing.T) {
 	for _, s := range []string{s1, s2, s3, s4} {
 		if files := filesHolding(t, dir, s); len(files) > 0 {
 			t.Errorf("secret %s is in %v", s, files)
+		}
+	}
+}
+
+// A run's payloads follow the redaction policies of the run's thread,
+// inline and stored beside the log alike: the secret is in no file of the
+// data directory, and the resumed snapshot says what was removed.
+func TestRedactionCoversRunPayloads(t *testing.T) {
+	dir := t.TempDir()
+	ctx := ctxT(t)
+	c, err := sdk.Open(ctx, sdk.WithDir(dir), sdk.WithActor(agentActor))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.SetRedaction(ctx, "", sdk.RedactionPolicy{Thread: "th_run", Keys: []string{"api_key"}}); err != nil {
+		t.Fatal(err)
+	}
+	const small, big = "sk-RUN-SMALL-SECRET", "sk-RUN-BIG-SECRET"
+	r, err := c.OpenRun(ctx, "th_run", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Checkpoint(ctx, "run_started", map[string]any{"agent_name": "a", "api_key": small}); err != nil {
+		t.Fatal(err)
+	}
+	// Past the inline limit: the payload goes to the blob bucket.
+	messages := make([]any, 0, 4000)
+	for i := range 4000 {
+		messages = append(messages, map[string]any{"role": "user", "content": fmt.Sprintf("message %d with some padding text", i)})
+	}
+	if err := r.Checkpoint(ctx, "step_started", map[string]any{"step": 1, "messages": messages, "context": map[string]any{"api_key": big}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Finish(ctx, sdk.Terminal{Result: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{small, big} {
+		if got := filesHolding(t, dir, s); len(got) != 0 {
+			t.Fatalf("secret %s in %v", s, got)
 		}
 	}
 }

@@ -43,6 +43,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/threads/{thread}/diff", s.handleDiff)
 	mux.HandleFunc("POST /v1/threads/{thread}/fork", s.handleFork)
 	mux.HandleFunc("POST /v1/threads/{thread}/prune", s.handlePrune)
+	s.runRoutes(mux)
 	mux.HandleFunc("GET /healthz", s.handleHealth)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
 	return s.instrument(jsonMux{mux})

@@ -318,6 +318,7 @@ func newRootCommand(a *app) *cobra.Command {
 	root.AddCommand(newSessionCommand(a), newEmitCommand(a), newThreadCommand(a),
 		newRecordCommand(a), newEraseCommand(a), newVerifyCommand(a), newRetentionCommand(a),
 		newProjectionsCommand(a), newServeCommand(a))
+	root.AddCommand(newRunCommand(a))
 	return root
 }
 

@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spl-dev/spl/sdk"
+	"github.com/spl-dev/spl/wire"
+)
+
+func newRunCommand(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "List the durable runs of agents, and show one",
+		RunE:  groupRunE,
+	}
+	cmd.AddCommand(newRunListCommand(a), newRunShowCommand(a))
+	return cmd
+}
+
+func newRunListCommand(a *app) *cobra.Command {
+	var thread, status string
+	cmd := &cobra.Command{
+		Use:   "list [--thread T] [--status running|terminal|failed]",
+		Short: "List runs and where they stand",
+		Long: `List runs, by thread and run id: the status (running, terminal, failed),
+the phase and time of the newest checkpoint. With --json, every field.`,
+		Example: `  spl run list
+  spl run list --thread th_support --status running`,
+		Args: cobra.NoArgs,
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := a.storageContext(cmd)
+			defer cancel()
+			c, err := a.open(ctx)
+			if err != nil {
+				return fmt.Errorf("run list: %w", err)
+			}
+			runs, err := c.Runs(ctx, sdk.RunFilter{Thread: thread, Status: sdk.RunStatus(status)})
+			if err != nil {
+				return fmt.Errorf("run list: %w", err)
+			}
+			if a.json {
+				out := make([]wire.Run, len(runs))
+				for i, r := range runs {
+					out[i] = r.Wire()
+				}
+				return writeJSON(cmd.OutOrStdout(), out)
+			}
+			if len(runs) == 0 {
+				fmt.Fprintln(cmd.ErrOrStderr(), "no runs")
+				return nil
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "UPDATED\tTHREAD\tRUN\tSTATUS\tPHASE")
+			for _, r := range runs {
+				w := r.Wire()
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", orDash(w.Updated), printable(r.Thread), r.RunID, r.Status, orDash(r.Phase))
+			}
+			return tw.Flush()
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&thread, "thread", "", "only the runs of this thread")
+	f.StringVar(&status, "status", "", "only runs in this status: running, terminal or failed")
+	return cmd
+}
+
+func newRunShowCommand(a *app) *cobra.Command {
+	var thread string
+	cmd := &cobra.Command{
+		Use:   "show RUN [--thread T]",
+		Short: "Show a run: phases, effects, snapshot and result",
+		Long: `Show a run: its status, its phases as a timeline, its tool effects (recorded,
+and replayed on resume), what its newest runtime snapshot says (step, LLM
+and tool calls, usage, cost) and its terminal result. Without --thread, the
+run id must be on one thread only.`,
+		Example: `  spl run show run_42
+  spl run show run_42 --thread th_support --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := a.storageContext(cmd)
+			defer cancel()
+			c, err := a.open(ctx)
+			if err != nil {
+				return fmt.Errorf("run show: %w", err)
+			}
+			d, err := c.RunDetail(ctx, thread, args[0])
+			if err != nil && d.RunID == "" {
+				return fmt.Errorf("run show: %w", err)
+			}
+			w, werr := d.Wire()
+			if werr != nil {
+				return fmt.Errorf("run show: %w", werr)
+			}
+			if a.json {
+				if jerr := writeJSON(cmd.OutOrStdout(), w); jerr != nil {
+					return jerr
+				}
+			} else if perr := writeRunDetail(cmd.OutOrStdout(), w); perr != nil {
+				return perr
+			}
+			if err != nil {
+				return fmt.Errorf("run show: %w", err)
+			}
+			return nil
+		}),
+	}
+	cmd.Flags().StringVar(&thread, "thread", "", "the thread of the run")
+	return cmd
+}
+
+func writeRunDetail(out io.Writer, d wire.RunDetail) error {
+	var b strings.Builder
+	field := func(label, value string) { writeField(&b, label, value) }
+	field("run", d.RunID)
+	field("thread", printable(d.Thread))
+	field("status", d.Status)
+	field("updated", orDash(d.Updated))
+	b.WriteString("phases:\n")
+	for _, p := range d.Phases {
+		extra := ""
+		if p.Blob != nil {
+			extra = "  (payload beside the log: " + *p.Blob + ")"
+		}
+		fmt.Fprintf(&b, "  %s  %-20s clock %d%s\n", p.Time, p.Phase, p.Clock, extra)
+	}
+	fmt.Fprintf(&b, "effects: %d recorded (%d calls), %d replayed\n", len(d.Effects), d.EffectCalls, d.Replayed)
+	for _, e := range d.Effects {
+		fmt.Fprintf(&b, "  %s  %-20s %s  clock %d\n", e.Time, printable(e.CallID), printable(e.Tool), e.Clock)
+	}
+	if s := d.Snapshot; s != nil {
+		fmt.Fprintf(&b, "snapshot: %s at clock %d: step %d, %d messages, %d LLM calls, %d tool calls\n",
+			s.Phase, s.Clock, s.Step, s.Messages, s.LLMCalls, s.ToolCalls)
+		fmt.Fprintf(&b, "usage: %d input, %d output, %d total tokens; cost $%.4f\n",
+			s.Usage["input_tokens"], s.Usage["output_tokens"], s.Usage["total_tokens"], s.TotalCostUSD)
+		if s.Pending {
+			b.WriteString("pending LLM response: yes\n")
+		}
+	}
+	if string(d.TerminalResult) != "null" {
+		fmt.Fprintf(&b, "result: %s\n", d.TerminalResult)
+	}
+	_, err := io.WriteString(out, b.String())
+	return err
+}

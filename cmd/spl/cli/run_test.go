@@ -1,0 +1,53 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/spl-dev/spl/sdk"
+	"github.com/spl-dev/spl/wire"
+)
+
+func TestRunListAndShow(t *testing.T) {
+	home := t.TempDir()
+	ctx := context.Background()
+	c, err := sdk.Open(ctx, sdk.WithDir(home), sdk.WithActor(seedActor))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.OpenRun(ctx, "th_cli", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = r.Checkpoint(ctx, sdk.PhaseRunStarted, map[string]any{"agent_name": "a"})
+	_ = r.Checkpoint(ctx, sdk.PhaseStepStarted, map[string]any{"step": 2, "llm_calls": 1, "usage": map[string]any{"total_tokens": 120}})
+	if _, err := r.Effect(ctx, "c1", "t", 1, func(context.Context) (json.RawMessage, error) { return json.RawMessage(`1`), nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Finish(ctx, sdk.Terminal{Result: map[string]any{"text": "ok"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	runs := decodeJSON[[]wire.Run](t, mustSPL(t, home, "", "--json", "run", "list", "--status", "terminal").stdout)
+	if len(runs) != 1 || runs[0].RunID != "r1" || runs[0].Thread != "th_cli" || runs[0].Status != "terminal" {
+		t.Fatalf("run list: %+v", runs)
+	}
+	d := decodeJSON[wire.RunDetail](t, mustSPL(t, home, "", "--json", "run", "show", "r1").stdout)
+	if len(d.Phases) != 3 || len(d.Effects) != 1 || d.Snapshot == nil || d.Snapshot.Step != 2 || !strings.Contains(string(d.TerminalResult), `"text": "ok"`) {
+		t.Fatalf("run show: %+v", d)
+	}
+	out := mustSPL(t, home, "", "run", "show", "r1").stdout
+	for _, want := range []string{"status      terminal", "run_started", "step_started", "run_terminal", "effects: 1 recorded", `result: {"text":"ok"}`} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("run show lacks %q:\n%s", want, out)
+		}
+	}
+	if r := spl(t, home, "", "run", "show", "nope"); r.code != ExitNotFound {
+		t.Fatalf("unknown run: exit %d", r.code)
+	}
+}

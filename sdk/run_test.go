@@ -1,0 +1,229 @@
+package sdk_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/spl-dev/spl/records"
+	"github.com/spl-dev/spl/sdk"
+)
+
+const runActor = "did:sync:agent:runner"
+
+func openRun(t *testing.T, c *sdk.Client, thread, id string) *sdk.Run {
+	t.Helper()
+	r, err := c.OpenRun(ctxT(t), thread, id)
+	if err != nil {
+		t.Fatalf("OpenRun: %v", err)
+	}
+	return r
+}
+
+func tool(out string, calls *int) func(context.Context) (json.RawMessage, error) {
+	return func(context.Context) (json.RawMessage, error) {
+		*calls++
+		return json.RawMessage(out), nil
+	}
+}
+
+func TestRunResumeReplaysEffectsAndShortCircuits(t *testing.T) {
+	c := open(t, sdk.WithActor(runActor))
+	ctx := ctxT(t)
+	r := openRun(t, c, "th", "r1")
+	if r.Resume().Resumed {
+		t.Fatal("new run says resumed")
+	}
+	if err := r.Checkpoint(ctx, sdk.PhaseRunStarted, map[string]any{"agent_name": "a", "resumed": false}); err != nil {
+		t.Fatal(err)
+	}
+	snap := map[string]any{"step": 1, "messages": []any{map[string]any{"role": "user", "content": "hi"}},
+		"pending_llm_response": map[string]any{"tool_calls": []any{"c1", "c2"}}}
+	if err := r.Checkpoint(ctx, sdk.PhasePostLLM, snap); err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	if _, err := r.Effect(ctx, "c1", "echo", map[string]any{"x": 1}, tool(`{"ok":1}`, &calls)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Resume: the snapshot and its pending response come back; c1 is
+	// replayed, c2 runs.
+	r = openRun(t, c, "th", "r1")
+	res := r.Resume()
+	if !res.Resumed || res.Status != sdk.RunRunning || res.Snapshot == nil || res.PendingLLMResponse.IsZero() || res.Effects != 1 {
+		t.Fatalf("resume=%+v", res)
+	}
+	got, err := r.Effect(ctx, "c1", "echo", map[string]any{"x": 1}, tool(`{"ok":2}`, &calls))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Replayed || string(got.Output) != `{"ok":1}` || calls != 1 {
+		t.Fatalf("c1: replayed=%v output=%s calls=%d", got.Replayed, got.Output, calls)
+	}
+	var me *sdk.EffectMismatchError
+	_, err = r.Effect(ctx, "c1", "echo", map[string]any{"x": 2}, tool(`{}`, &calls))
+	if !errors.As(err, &me) || !errors.Is(err, sdk.ErrEffectMismatch) {
+		t.Fatalf("changed input: err=%v, want *EffectMismatchError", err)
+	}
+	if me.Recorded == me.Got || !strings.Contains(err.Error(), me.Recorded) || !strings.Contains(err.Error(), me.Got) {
+		t.Fatalf("mismatch does not name both hashes: %v", err)
+	}
+	if _, err := r.Effect(ctx, "c2", "echo", "y", tool(`"y"`, &calls)); err != nil || calls != 2 {
+		t.Fatalf("c2: err=%v calls=%d", err, calls)
+	}
+	rep, err := r.Finish(ctx, sdk.Terminal{Result: map[string]any{"text": "done"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Replayed != 1 || rep.Ran != 1 || rep.Terminal.Clock == 0 {
+		t.Fatalf("finish report %+v", rep)
+	}
+
+	// Finished: the stored result, nothing to run.
+	r = openRun(t, c, "th", "r1")
+	if res := r.Resume(); res.Status != sdk.RunTerminal {
+		t.Fatalf("status=%s", res.Status)
+	}
+	var out map[string]any
+	if err := r.Resume().Terminal.Decode(&out); err != nil || out["text"] != "done" {
+		t.Fatalf("terminal=%v err=%v", out, err)
+	}
+	if err := r.Checkpoint(ctx, sdk.PhasePreLLM, nil); !errors.Is(err, sdk.ErrRunFinished) {
+		t.Fatalf("checkpoint after finish: %v", err)
+	}
+
+	d, err := c.RunDetail(ctx, "", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phases []string
+	for _, p := range d.Phases {
+		phases = append(phases, p.Phase)
+	}
+	if got, want := strings.Join(phases, ","), "run_started,post_llm,run_terminal"; got != want {
+		t.Fatalf("phases=%s, want %s", got, want)
+	}
+	if d.Calls != 2 || len(d.Effects) != 2 || d.Replayed != 1 || d.Status != sdk.RunTerminal {
+		t.Fatalf("detail %+v", d)
+	}
+}
+
+func TestResumeErrors(t *testing.T) {
+	c := open(t, sdk.WithActor(runActor))
+	ctx := ctxT(t)
+	if _, err := c.ResumeRun(ctx, "th", "none"); !errors.Is(err, sdk.ErrNoCheckpoint) || !errors.Is(err, sdk.ErrNotFound) {
+		t.Fatalf("no checkpoint: err=%v", err)
+	}
+	// A checkpoint written by hand without a payload.
+	emit := func(run string, body map[string]any, kind string) {
+		t.Helper()
+		if _, err := c.Emit(ctx, sdk.Event{Act: records.ActLearn, Kind: kind, Thread: sdk.RunThread("th", run), Body: body}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	emit("nopayload", map[string]any{"run_id": "nopayload", "thread_id": "th", "phase": "pre_llm"}, sdk.KindRunCheckpoint)
+	var ce *sdk.CheckpointError
+	if _, err := c.ResumeRun(ctx, "th", "nopayload"); !errors.As(err, &ce) || ce.Reason != sdk.ReasonMissingField || ce.Field != "payload" {
+		t.Fatalf("missing payload: err=%v", err)
+	}
+	emit("badpending", map[string]any{"run_id": "badpending", "thread_id": "th", "phase": "post_llm",
+		"payload": map[string]any{"pending_llm_response": "not a response"}}, sdk.KindRunSnapshot)
+	if _, err := c.ResumeRun(ctx, "th", "badpending"); !errors.As(err, &ce) || ce.Reason != sdk.ReasonPendingLLM || !errors.Is(err, sdk.ErrCheckpointCorrupt) {
+		t.Fatalf("bad pending: err=%v", err)
+	}
+	// A legacy shape (no schema_version, "data" for payload) is normalised.
+	emit("legacy", map[string]any{"run_id": "legacy", "thread_id": "th", "phase": "pre_llm", "data": map[string]any{}}, sdk.KindRunCheckpoint)
+	r, err := c.ResumeRun(ctx, "th", "legacy")
+	if err != nil || r.Resume().Latest.SchemaVersion != "0" {
+		t.Fatalf("legacy: err=%v", err)
+	}
+	r.Close()
+}
+
+func TestCheckpointsCoalesceAndLatestIsO1(t *testing.T) {
+	c := open(t, sdk.WithActor(runActor))
+	ctx := ctxT(t)
+	// Many runs on one thread, many records each: the latest of one is two gets.
+	for i := range 20 {
+		r := openRun(t, c, "busy", fmt.Sprintf("r%d", i))
+		for s := range 50 {
+			if err := r.Checkpoint(ctx, sdk.PhaseStepStarted, map[string]any{"step": s}); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Checkpoint(ctx, sdk.PhasePreLLM, map[string]any{"step": s}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		st := r.Stats()
+		if st.Written+st.Coalesced != 100 {
+			t.Fatalf("written %d + coalesced %d != 100", st.Written, st.Coalesced)
+		}
+	}
+	cp, err := c.LatestRunCheckpoint(ctx, "busy", "r7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		Step int `cbor:"step"`
+	}
+	if err := cp.Payload.Decode(&p); err != nil || cp.Phase != sdk.PhasePreLLM || p.Step != 49 {
+		t.Fatalf("latest: phase=%s step=%d err=%v", cp.Phase, p.Step, err)
+	}
+	runs, err := c.Runs(ctx, sdk.RunFilter{Thread: "busy", Status: sdk.RunRunning})
+	if err != nil || len(runs) != 20 {
+		t.Fatalf("runs=%d err=%v", len(runs), err)
+	}
+}
+
+func TestLargeSnapshotBesideTheLog(t *testing.T) {
+	c := open(t, sdk.WithActor(runActor))
+	ctx := ctxT(t)
+	msgs := make([]any, 10000)
+	for i := range msgs {
+		msgs[i] = map[string]any{"role": "assistant", "content": strings.Repeat(fmt.Sprintf("message %d ", i), 30)}
+	}
+	r := openRun(t, c, "big", "r")
+	if err := r.Checkpoint(ctx, sdk.PhaseStepStarted, map[string]any{"step": 3, "messages": msgs}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r = openRun(t, c, "big", "r")
+	s := r.Resume().Snapshot
+	if s == nil || s.Blob == nil || s.Blob.Size < 2<<20 {
+		t.Fatalf("snapshot=%+v", s)
+	}
+	var p struct {
+		Messages []map[string]any `cbor:"messages"`
+	}
+	if err := s.Payload.Decode(&p); err != nil || len(p.Messages) != 10000 {
+		t.Fatalf("messages=%d err=%v", len(p.Messages), err)
+	}
+	r.Close()
+	rep, err := c.VerifyRun(ctx, "big", "r")
+	if err != nil || !rep.OK() || rep.Blobs != 1 {
+		t.Fatalf("verify: %+v err=%v", rep, err)
+	}
+	// Erasing the checkpoint erases its payload too.
+	if _, err := c.Erase(ctx, sdk.RunThread("big", "r"), "", []records.ID{s.ID}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sdk.JetStreamOf(c).ObjectStore(ctx, sdk.BlobBucket); err != nil {
+		t.Fatal(err)
+	}
+	os, _ := sdk.JetStreamOf(c).ObjectStore(ctx, sdk.BlobBucket)
+	if _, err := os.GetInfo(ctx, strings.TrimPrefix(s.Blob.Digest, "blake3k:")); err == nil {
+		t.Fatal("blob still there after erasure")
+	}
+}

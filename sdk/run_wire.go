@@ -1,0 +1,53 @@
+package sdk
+
+import (
+	"encoding/json"
+
+	"github.com/spl-dev/spl/wire"
+)
+
+// Wire returns the JSON form of i, as "spl run list --json" prints it and
+// GET /v1/runs answers it.
+func (i RunInfo) Wire() wire.Run {
+	w := wire.Run{Thread: i.Thread, RunID: i.RunID, Status: string(i.Status), Phase: i.Phase,
+		LatestID: wire.OptionalID(i.Latest.ID), LatestClock: i.Latest.Clock, Problem: i.Problem}
+	if !i.Updated.IsZero() {
+		w.Updated, w.UpdatedTS = wire.FormatTime(i.Updated), i.Updated.UnixMilli()
+	}
+	return w
+}
+
+// Wire returns the JSON form of d, as "spl run show --json" prints it and
+// GET /v1/runs/{run} answers it.
+func (d RunDetail) Wire() (wire.RunDetail, error) {
+	w := wire.RunDetail{Run: d.RunInfo.Wire(), Phases: []wire.RunPhase{}, Effects: []wire.RunEffect{},
+		EffectCalls: d.Calls, Replayed: d.Replayed, TerminalResult: json.RawMessage("null")}
+	for _, p := range d.Phases {
+		wp := wire.RunPhase{Phase: p.Phase, Kind: p.Kind, ID: p.ID.String(), Clock: p.Clock, Time: wire.FormatTime(p.Time), TS: p.Time.UnixMilli()}
+		if p.Blob != nil {
+			s := p.Blob.Digest
+			wp.Blob = &s
+		}
+		w.Phases = append(w.Phases, wp)
+	}
+	for _, e := range d.Effects {
+		w.Effects = append(w.Effects, wire.RunEffect{CallID: e.CallID, Tool: e.Tool, InputHash: e.InputHash, OutputHash: e.OutputHash,
+			ID: e.ID.String(), Clock: e.Clock, Time: wire.FormatTime(e.Time), TS: e.Time.UnixMilli()})
+	}
+	if s := d.Snapshot; s != nil {
+		u := s.Usage
+		if u == nil {
+			u = map[string]int64{}
+		}
+		w.Snapshot = &wire.RunSnapshot{Phase: s.Phase, Clock: s.Clock, Step: s.Step, Messages: s.Messages,
+			LLMCalls: s.LLMCalls, ToolCalls: s.ToolCalls, Usage: u, TotalCostUSD: s.TotalCostUSD, Pending: s.Pending}
+	}
+	if !d.Terminal.IsZero() {
+		j, err := d.Terminal.JSON()
+		if err != nil {
+			return w, err
+		}
+		w.TerminalResult = j
+	}
+	return w, nil
+}

@@ -1,0 +1,563 @@
+package sdk
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+	"github.com/zeebo/blake3"
+
+	"github.com/spl-dev/spl/internal/natsio"
+	"github.com/spl-dev/spl/records"
+)
+
+// runItem is a record of a run on its way to the log, in the run's queue.
+type runItem struct {
+	seq     uint64
+	phase   string
+	payload any       // a checkpoint's payload, encoded by the writer
+	ts      time.Time // a checkpoint's time
+	rec     *records.Record
+	landed  chan struct{} // closed once settled (durable items only)
+	receipt Receipt
+	err     error
+}
+
+func (it *runItem) snapshot() bool { return it.rec == nil && isSnapshotPhase(it.phase) }
+
+// Checkpoint queues a phase checkpoint and returns at once
+// (write-behind): the run's writer encodes it and appends it in the
+// background, in the order of the calls. The run takes payload over: it
+// must not be changed after the call. payload is a map or a struct (cbor
+// or json tags); the runtime snapshot of phases step_started and
+// post_llm holds the runner's fields (messages, step, state, usage, …,
+// pending_llm_response).
+//
+// Runtime snapshots still queued when a newer one is queued are not
+// written (coalesced; counted in RunStats.Coalesced): the newest one is
+// what a resume needs. A checkpoint that fails to land is reported by the
+// next Flush, Finish or Close.
+func (r *Run) Checkpoint(ctx context.Context, phase string, payload any) error {
+	if !phaseRE.MatchString(phase) {
+		return &records.FieldError{Field: "phase", Rule: "must be lower-case letters, digits and _ (at most 64)"}
+	}
+	if phase == PhaseRunTerminal {
+		return &records.FieldError{Field: "phase", Rule: "run_terminal is written by Finish"}
+	}
+	if payload == nil {
+		payload = map[string]any{}
+	}
+	_, err := r.enqueue(&runItem{phase: phase, payload: payload, ts: time.Now()})
+	return err
+}
+
+func (r *Run) enqueue(it *runItem) (*runItem, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.finished {
+		return nil, ErrRunFinished
+	}
+	r.enqueued++
+	it.seq = r.enqueued
+	r.queue = append(r.queue, it)
+	r.cond.Broadcast()
+	return it, nil
+}
+
+// write is the run's writer: it takes what is queued, drops the runtime
+// snapshots a newer queued one supersedes, stores large payloads beside
+// the log, and hands the records to the client's log all at once (one
+// group commit when they can share one), until the run is finished and
+// its queue drained.
+func (r *Run) write() {
+	defer close(r.exited)
+	for {
+		r.mu.Lock()
+		for len(r.queue) == 0 && !r.finished {
+			r.cond.Wait()
+		}
+		items := r.queue
+		r.queue = nil
+		r.mu.Unlock()
+		if len(items) == 0 {
+			return
+		}
+		r.writeItems(items)
+	}
+}
+
+func (r *Run) writeItems(items []*runItem) {
+	last := -1
+	for i, it := range items {
+		if it.snapshot() {
+			last = i
+		}
+	}
+	var send []*runItem
+	var pend []submitted
+	coalesced := 0
+	for i, it := range items {
+		if it.snapshot() && i != last {
+			coalesced++
+			continue
+		}
+		if it.rec == nil {
+			it.rec, it.err = r.checkpointRecord(it.phase, it.payload, it.ts)
+			it.payload = nil
+		}
+		if it.err == nil {
+			var s submitted
+			if s, it.err = r.c.submit(context.Background(), it.rec); it.err == nil {
+				send = append(send, it)
+				pend = append(pend, s)
+				continue
+			}
+		}
+		r.settle(it, 0)
+	}
+	for i, it := range send {
+		e, err := pend[i].p.Wait(context.Background())
+		if pend[i].release != nil {
+			pend[i].release()
+		}
+		it.receipt, it.err = receipt(e), err
+		r.settle(it, 0)
+	}
+	r.mu.Lock()
+	r.coalesced += coalesced
+	r.settled = items[len(items)-1].seq
+	r.cond.Broadcast()
+	r.mu.Unlock()
+}
+
+// settle records the outcome of one item.
+func (r *Run) settle(it *runItem, _ int) {
+	r.mu.Lock()
+	if it.err != nil {
+		if it.landed == nil {
+			// A durable item's caller gets its error itself.
+			r.failed = append(r.failed, fmt.Errorf("%s: %w", it.phase, it.err))
+		}
+	} else {
+		r.written++
+	}
+	r.mu.Unlock()
+	if it.landed != nil {
+		close(it.landed)
+	}
+}
+
+// durable queues a record built by the caller and waits until it landed.
+func (r *Run) durable(ctx context.Context, phase string, rec *records.Record) (Receipt, error) {
+	it, err := r.enqueue(&runItem{phase: phase, rec: rec, landed: make(chan struct{})})
+	if err != nil {
+		return Receipt{}, err
+	}
+	select {
+	case <-it.landed:
+		return it.receipt, it.err
+	case <-ctx.Done():
+		return Receipt{}, fmt.Errorf("spl/sdk: run %q: %s: %w (%w)", r.id, phase, ErrInDoubt, ctx.Err())
+	}
+}
+
+// checkpointRecord builds the record of a checkpoint, storing a large
+// payload beside the log first.
+func (r *Run) checkpointRecord(phase string, payload any, ts time.Time) (*records.Record, error) {
+	raw, err := payloadEnc.Marshal(payload)
+	if err != nil {
+		return nil, &records.FieldError{Field: "payload", Rule: "cannot encode as CBOR: " + err.Error()}
+	}
+	if len(raw) == 0 || raw[0]>>5 != 5 {
+		return nil, &records.FieldError{Field: "payload", Rule: "must be a map"}
+	}
+	// The run's thread's redaction policies hold for its payloads, inline
+	// or stored beside the log: a covered value is stored nowhere.
+	if raw, _, err = r.c.redactBody(context.Background(), r.thread, raw); err != nil {
+		return nil, err
+	}
+	body := runBody{RunID: r.id, ThreadID: r.thread, SchemaVersion: RunSchemaVersion, Phase: phase, TimestampMS: ts.UnixMilli()}
+	if len(raw) > MaxInlinePayload {
+		ref, err := r.c.putBlob(context.Background(), raw)
+		if err != nil {
+			return nil, err
+		}
+		body.PayloadBlob = &ref
+	} else {
+		body.Payload = raw
+	}
+	kind := KindRunCheckpoint
+	if isSnapshotPhase(phase) {
+		kind = KindRunSnapshot
+	}
+	return records.New(records.ActLearn, kind, r.rthread, r.actor(), ts, &body)
+}
+
+func (r *Run) actor() string { return r.cfg.actor }
+
+// Flush waits until every checkpoint queued so far has landed, been
+// coalesced or failed, or ctx is done, and reports those that failed
+// since the last Flush as an *UnlandedError.
+func (r *Run) Flush(ctx context.Context) error {
+	if err := r.wait(ctx); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	ue := failedError(r.failed)
+	r.failed = nil
+	r.mu.Unlock()
+	if ue != nil {
+		return ue
+	}
+	return nil
+}
+
+func (r *Run) wait(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() {
+		r.mu.Lock()
+		r.cond.Broadcast()
+		r.mu.Unlock()
+	})
+	defer stop()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	target := r.enqueued
+	for r.settled < target {
+		if ctx.Err() != nil {
+			return fmt.Errorf("spl/sdk: run %q: %d checkpoints not yet durable: %w", r.id, target-r.settled, ctx.Err())
+		}
+		r.cond.Wait()
+	}
+	return nil
+}
+
+// RunStats counts what a Run wrote.
+type RunStats struct {
+	Written   int // records landed (checkpoints, effects, the terminal one)
+	Coalesced int // runtime snapshots superseded before they were written
+	Ran       int // effects run and recorded by this Run
+	Replayed  int // effects replayed from their records
+	Pending   int // checkpoints queued and not yet settled
+}
+
+// Stats returns what the run wrote so far.
+func (r *Run) Stats() RunStats {
+	r.mu.Lock()
+	s := RunStats{Written: r.written, Coalesced: r.coalesced, Pending: int(r.enqueued - r.settled)}
+	r.mu.Unlock()
+	r.effMu.Lock()
+	s.Ran, s.Replayed = r.ran, r.replayed
+	r.effMu.Unlock()
+	return s
+}
+
+// Terminal is what Finish writes: the run_terminal checkpoint.
+type Terminal struct {
+	State  string // "completed" when empty; "failed", "error" or "cancelled" mark a failed run
+	Result any    // terminal_result: what a resume of the finished run returns
+	// Payload holds more fields of the checkpoint (final_text,
+	// requested_model, normalized_model, provider_adapter, …).
+	Payload map[string]any
+}
+
+// FinishReport says what Finish wrote.
+type FinishReport struct {
+	Terminal Receipt // the run_terminal checkpoint
+	RunStats
+}
+
+// Finish writes the run_terminal checkpoint (state, terminal_result,
+// replayed_effect_count and t.Payload's fields) durably, after every
+// checkpoint queued before it, waiting at most the flush timeout
+// (WithFlushTimeout) and ctx. Then the run takes no more writes. Queued
+// checkpoints that did not land within the bound are reported as an
+// *UnlandedError, beside the report.
+func (r *Run) Finish(ctx context.Context, t Terminal) (FinishReport, error) {
+	if t.State == "" {
+		t.State = "completed"
+	}
+	payload := make(map[string]any, len(t.Payload)+3)
+	for k, v := range t.Payload {
+		payload[k] = v
+	}
+	payload["state"] = t.State
+	if t.Result != nil {
+		payload["terminal_result"] = t.Result
+	}
+	r.effMu.Lock()
+	payload["replayed_effect_count"] = r.replayed
+	r.effMu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.flushTimeout)
+	defer cancel()
+	rec, err := r.checkpointRecord(PhaseRunTerminal, payload, time.Now())
+	if err != nil {
+		return FinishReport{}, err
+	}
+	rc, err := r.durable(ctx, PhaseRunTerminal, rec)
+	r.stop()
+	rep := FinishReport{Terminal: rc}
+	if werr := r.Flush(ctx); werr != nil && err == nil {
+		err = werr
+	}
+	rep.RunStats = r.Stats()
+	return rep, err
+}
+
+// Close stops the run without finishing it: it waits, at most the flush
+// timeout, for the queued checkpoints, and reports those that did not
+// land. The run resumes from what landed.
+func (r *Run) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.flushTimeout)
+	defer cancel()
+	r.stop()
+	return r.Flush(ctx)
+}
+
+// stop takes no more writes; the writer drains the queue and exits.
+func (r *Run) stop() {
+	r.mu.Lock()
+	r.finished = true
+	r.cond.Broadcast()
+	r.mu.Unlock()
+}
+
+// RecordedEffect is the stored result of one tool call.
+type RecordedEffect struct {
+	Receipt
+	CallID     string
+	Tool       string
+	InputHash  string
+	OutputHash string
+	Output     json.RawMessage
+	Blob       *BlobRef
+	Time       time.Time
+}
+
+// EffectResult is what Effect returns.
+type EffectResult struct {
+	Output   json.RawMessage
+	Replayed bool    // from the record: the tool did not run
+	Receipt  Receipt // the effect record
+}
+
+type effectConfig struct{ rerun bool }
+
+// EffectOption configures one Effect.
+type EffectOption func(*effectConfig)
+
+// RerunEffect runs a tool call again when its input differs from the
+// recorded one, and records the new result, instead of failing with an
+// *EffectMismatchError.
+func RerunEffect() EffectOption { return func(c *effectConfig) { c.rerun = true } }
+
+// effectBody is the body of an effect record.
+type effectBody struct {
+	RunID       string   `cbor:"run_id"`
+	ThreadID    string   `cbor:"thread_id"`
+	CallID      string   `cbor:"call_id"`
+	Tool        string   `cbor:"tool"`
+	InputHash   string   `cbor:"input_hash"`
+	OutputHash  string   `cbor:"output_hash"`
+	Output      string   `cbor:"output,omitempty"`
+	OutputBlob  *BlobRef `cbor:"output_blob,omitempty"`
+	TimestampMS int64    `cbor:"timestamp_ms"`
+}
+
+// InputHash is the input hash of a tool call: BLAKE3-256 of the tool
+// name, a zero byte and the JSON encoding of args (encoding/json: map
+// keys sorted, a json.RawMessage compacted), as "blake3:<hex>".
+func InputHash(tool string, args any) (string, error) {
+	a, err := json.Marshal(args)
+	if err != nil {
+		return "", &records.FieldError{Field: "args", Rule: "cannot encode as JSON: " + err.Error()}
+	}
+	h := blake3.New()
+	_, _ = h.Write([]byte(tool))
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write(a)
+	return "blake3:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func outputHash(out []byte) string {
+	d := blake3.Sum256(out)
+	return "blake3:" + hex.EncodeToString(d[:])
+}
+
+// Effect runs the tool call callID once: when the run has a result
+// recorded for callID with the same input hash (InputHash of tool and
+// args), it returns that result, replayed, and fn does not run; else it
+// runs fn, records its output durably (the effect record is on disk when
+// Effect returns) and returns it. A recorded result whose input hash
+// differs is an *EffectMismatchError naming both hashes, unless
+// RerunEffect is given.
+//
+// fn's output is JSON. An error from fn is returned and nothing is
+// recorded: the call runs again on the next attempt. A tool whose side
+// effect happened but whose record did not land (a crash in between) runs
+// again on resume: at least once for the tool, exactly once for the
+// recorded result. A tool with side effects must therefore be idempotent
+// by call id.
+func (r *Run) Effect(ctx context.Context, callID, tool string, args any, fn func(context.Context) (json.RawMessage, error), opts ...EffectOption) (EffectResult, error) {
+	var cfg effectConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if callID == "" || len(callID) > 256 {
+		return EffectResult{}, &records.FieldError{Field: "call_id", Rule: "must be 1 to 256 bytes"}
+	}
+	in, err := InputHash(tool, args)
+	if err != nil {
+		return EffectResult{}, err
+	}
+	r.effMu.Lock()
+	rec, ok := r.effects[callID]
+	r.effMu.Unlock()
+	if ok {
+		if rec.InputHash == in {
+			out, err := r.c.effectOutput(ctx, rec, r.thread, r.id)
+			if err != nil {
+				return EffectResult{}, err
+			}
+			r.effMu.Lock()
+			r.replayed++
+			r.effMu.Unlock()
+			return EffectResult{Output: out, Replayed: true, Receipt: rec.Receipt}, nil
+		}
+		if !cfg.rerun {
+			return EffectResult{}, &EffectMismatchError{Run: r.id, CallID: callID, Tool: tool, Recorded: rec.InputHash, Got: in, RecordedTool: rec.Tool}
+		}
+	}
+	r.mu.Lock()
+	finished := r.finished
+	r.mu.Unlock()
+	if finished {
+		return EffectResult{}, ErrRunFinished
+	}
+	out, err := fn(ctx)
+	if err != nil {
+		return EffectResult{}, err
+	}
+	if !json.Valid(out) {
+		return EffectResult{}, &records.FieldError{Field: "output", Rule: "must be JSON"}
+	}
+	out = bytes.Clone(out)
+	now := time.Now()
+	body := effectBody{RunID: r.id, ThreadID: r.thread, CallID: callID, Tool: tool, InputHash: in, OutputHash: outputHash(out), TimestampMS: now.UnixMilli()}
+	var ref *BlobRef
+	if len(out) > MaxInlinePayload {
+		b, err := r.c.putBlob(ctx, out)
+		if err != nil {
+			return EffectResult{}, err
+		}
+		ref, body.OutputBlob = &b, &b
+	} else {
+		body.Output = string(out)
+	}
+	er, err := records.New(records.ActDo, KindRunEffect, r.ethread, r.actor(), now, &body)
+	if err != nil {
+		return EffectResult{}, err
+	}
+	rc, err := r.durable(ctx, "effect "+callID, er)
+	if err != nil {
+		return EffectResult{}, err
+	}
+	r.effMu.Lock()
+	r.effects[callID] = RecordedEffect{Receipt: rc, CallID: callID, Tool: tool, InputHash: in, OutputHash: body.OutputHash, Output: out, Blob: ref, Time: now}
+	r.ran++
+	r.effMu.Unlock()
+	return EffectResult{Output: out, Receipt: rc}, nil
+}
+
+// BlobRef names a payload stored beside the log: the keyed BLAKE3-256 of
+// its bytes (key: 32 random bytes, kept in the record, so that an erased
+// payload cannot be confirmed by guessing; as records' body digests), its
+// size, and the bucket. The blob's name in the bucket is the digest.
+type BlobRef struct {
+	Digest string `cbor:"digest"` // "blake3k:<hex>"
+	Key    []byte `cbor:"key"`
+	Size   int64  `cbor:"size"`
+	Bucket string `cbor:"bucket"`
+}
+
+func (b BlobRef) check() error {
+	if len(b.Key) != 32 || len(b.Digest) != len("blake3k:")+64 || b.Bucket == "" || b.Size < 0 {
+		return errors.New("malformed blob reference")
+	}
+	return nil
+}
+
+func (b BlobRef) name() string { return b.Digest[len("blake3k:"):] }
+
+func blobDigest(key, data []byte) string {
+	h, _ := blake3.NewKeyed(key)
+	_, _ = h.Write(data)
+	return "blake3k:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// putBlob stores data in the blob bucket, durably, and returns its
+// reference.
+func (c *Client) putBlob(ctx context.Context, data []byte) (BlobRef, error) {
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return BlobRef{}, fmt.Errorf("blob key: %w", err)
+	}
+	ref := BlobRef{Digest: blobDigest(key, data), Key: key, Size: int64(len(data)), Bucket: BlobBucket}
+	if err := c.blobs().Put(ctx, ref.name(), data); err != nil {
+		return BlobRef{}, err
+	}
+	return ref, nil
+}
+
+// getBlob fetches a blob and checks it against its reference.
+func (c *Client) getBlob(ctx context.Context, ref BlobRef) ([]byte, error) {
+	data, err := c.blobs().Get(ctx, ref.name())
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) != ref.Size || blobDigest(ref.Key, data) != ref.Digest {
+		return nil, fmt.Errorf("blob %s: %w: digest or size does not match", ref.name(), records.ErrCorrupt)
+	}
+	return data, nil
+}
+
+// loadBlob fills in cp's payload from the blob it names, if any.
+func (c *Client) loadBlob(ctx context.Context, cp *RunCheckpoint, thread, runID string) error {
+	if cp == nil || cp.Blob == nil || !cp.Payload.IsZero() {
+		return nil
+	}
+	data, err := c.getBlob(ctx, *cp.Blob)
+	if err != nil {
+		return &CheckpointError{Thread: thread, Run: runID, Clock: cp.Clock, Reason: ReasonVerification, Field: "payload_blob", Err: err}
+	}
+	var v map[string]cbor.RawMessage
+	if err := payloadDec.Unmarshal(data, &v); err != nil {
+		return &CheckpointError{Thread: thread, Run: runID, Clock: cp.Clock, Reason: ReasonMalformedField, Field: "payload_blob", Err: err}
+	}
+	cp.Payload = Payload{raw: data}
+	return nil
+}
+
+// effectOutput returns the output of a recorded effect, fetching it from
+// its blob when it is not inline.
+func (c *Client) effectOutput(ctx context.Context, e RecordedEffect, thread, runID string) (json.RawMessage, error) {
+	if e.Blob == nil || e.Output != nil {
+		return e.Output, nil
+	}
+	data, err := c.getBlob(ctx, *e.Blob)
+	if err != nil {
+		return nil, &CheckpointError{Thread: thread, Run: runID, Clock: e.Clock, Reason: ReasonVerification, Field: "output_blob", Err: err}
+	}
+	return data, nil
+}
+
+// blobs is the client's blob bucket (BlobBucket).
+func (c *Client) blobs() *natsio.Blobs {
+	c.blobOnce.Do(func() { c.blobStore = c.conn.Blobs(BlobBucket, c.cfg.replicas) })
+	return c.blobStore
+}
