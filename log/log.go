@@ -116,10 +116,6 @@ type Log struct {
 
 	metaMu sync.Mutex
 	metaKV jetstream.KeyValue // the meta bucket, once bound
-
-	// afterEraseAppend, when set (by tests), runs between an erasure's
-	// append and its deletes; an error stops Erase there, as a crash would.
-	afterEraseAppend func() error
 }
 
 // Open opens the log: the embedded server in opts.Dir (started in this
@@ -175,7 +171,7 @@ func open(ctx context.Context, c *natsio.Conn, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("spl/log: %w", err)
 	}
 	// Finish erasures a crashed process left half done.
-	if err := l.finishErasures(ctx); err != nil {
+	if err := l.finishErasures(ctx, nil); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("spl/log: finish pending erasures: %w", err)
 	}

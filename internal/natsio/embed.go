@@ -335,6 +335,11 @@ func (e *embedded) start() (*server.Server, error) {
 	// fsync the stream themselves, once per group commit (BlockSyncer).
 	opts := EmbeddedServerOptions(e.dir, false)
 	opts.Authorization = e.token
+	// No server runs on the directory: finish on disk the secure deletes
+	// that a killed one left half done (scrub.go).
+	if err := scrub(e.dir); err != nil {
+		return nil, fmt.Errorf("embedded server: %w", err)
+	}
 	srv, err := StartServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded server: %w", err)
