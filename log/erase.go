@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/records"
 )
 
@@ -62,7 +63,7 @@ func (l *Log) Erase(ctx context.Context, thread string, ids []records.ID, reason
 	if len(targets) == 0 {
 		// Nothing new to erase; an earlier erasure's deletes may still be
 		// pending (an interrupted delete phase): finish them now.
-		if err := l.finishErasures(ctx); err != nil {
+		if err := l.finishErasures(ctx, o.stop); err != nil {
 			return res, fmt.Errorf("finish pending erasures: %w", err)
 		}
 		return res, nil
@@ -79,12 +80,10 @@ func (l *Log) Erase(ctx context.Context, thread string, ids []records.ID, reason
 	if err != nil {
 		return EraseResult{}, fmt.Errorf("append erasure: %w", err)
 	}
-	if l.afterEraseAppend != nil {
-		if err := l.afterEraseAppend(); err != nil {
-			return res, err
-		}
+	if err := o.stop.at(stepAppended); err != nil {
+		return res, err
 	}
-	if err := l.finishErasures(ctx); err != nil {
+	if err := l.finishErasures(ctx, o.stop); err != nil {
 		return res, fmt.Errorf("erasure %s appended; deleting its records: %w (the next open retries)", res.Erasure.ID, err)
 	}
 	for _, t := range targets {
@@ -99,6 +98,34 @@ type EraseOption func(*eraseOptions)
 type eraseOptions struct {
 	cond  bool
 	after uint64
+	stop  stopper // tests only: stops Erase at a step, as a crash would
+}
+
+// stopper, when set, is asked at every step of an erasure; an error stops
+// the erasure there, as a crash would. Tests set it (stopAt); it is nil
+// otherwise.
+type stopper func(step string) error
+
+// Steps of an erasure at which a stopper is asked.
+const (
+	stepAppended = "appended"  // the erasure record is in the log
+	stepIntent   = "intent"    // the deletes of one erasure record are announced
+	stepDeleted  = "deleted"   // one target is deleted
+	stepSynced   = "synced"    // the rewritten blocks are durable
+	stepMarked   = "watermark" // the watermark is stored
+)
+
+func (s stopper) at(step string) error {
+	if s == nil {
+		return nil
+	}
+	return s(step)
+}
+
+// stopAt makes Erase ask s at every step (see stopper). Unexported: fault
+// injection for the package's tests.
+func stopAt(s stopper) EraseOption {
+	return func(o *eraseOptions) { o.stop = s }
 }
 
 // EraseAfter makes Erase append its erasure record only if the thread's
@@ -182,7 +209,7 @@ func (l *Log) eraseTargets(ctx context.Context, thread string, ids []records.ID)
 // finishErasures deletes the records named by every erasure record past the
 // applied watermark whose messages are still there, then moves the
 // watermark. Every step is idempotent: two processes may run it at once.
-func (l *Log) finishErasures(ctx context.Context) error {
+func (l *Log) finishErasures(ctx context.Context, stop stopper) error {
 	kv, err := l.meta(ctx, false)
 	if err != nil {
 		return err
@@ -201,12 +228,28 @@ func (l *Log) finishErasures(ctx context.Context) error {
 	}
 	var last uint64
 	var ferr error
+	// Each erasure's deletes are announced on disk first, and the intents
+	// dropped only once the deletes are durable: a server killed in the
+	// middle of a secure delete is scrubbed before it serves again
+	// (natsio.Conn.BeginErase).
+	var intents []*natsio.EraseIntent
+	defer func() {
+		for _, i := range intents {
+			i.Close()
+		}
+	}()
 	err = l.scan(ctx, SubjectPrefix+".*."+records.KindErasure, applied+1, 0, 256, func(m stored) bool {
 		e, err := m.decode()
 		if err == nil {
 			var er *records.Erasure
 			if er, err = records.DecodeErasure(e.Record.Body); err == nil {
-				err = l.deleteTargets(ctx, stream, er.Targets)
+				var intent *natsio.EraseIntent
+				if intent, err = l.c.BeginErase(l.opts.Stream, clocks(er.Targets)); err == nil {
+					intents = append(intents, intent)
+					if err = stop.at(stepIntent); err == nil {
+						err = l.deleteTargets(ctx, stream, er.Targets, stop)
+					}
+				}
 			}
 		}
 		if err != nil && !errors.Is(err, records.ErrCorrupt) {
@@ -231,21 +274,43 @@ func (l *Log) finishErasures(ctx context.Context) error {
 				return err
 			}
 		}
+		if err := stop.at(stepSynced); err != nil {
+			return err
+		}
 		if kv, err = l.meta(ctx, true); err != nil {
 			return err
 		}
 		if _, err := kv.Put(ctx, keyErasureApply, []byte(strconv.FormatUint(last, 10))); err != nil {
 			return fmt.Errorf("store erasure watermark: %w", err)
 		}
+		if err := stop.at(stepMarked); err != nil {
+			return err
+		}
+	}
+	for _, i := range intents {
+		if err := i.Done(); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// clocks are the clocks of targets that a delete would look up.
+func clocks(targets []records.ErasureTarget) []uint64 {
+	var cs []uint64
+	for _, t := range targets {
+		if t.Clock != 0 && t.Header.Kind != records.KindErasure {
+			cs = append(cs, t.Clock)
+		}
+	}
+	return cs
 }
 
 // deleteTargets securely deletes each target's message, when the message
 // at its clock is still the target and is not an erasure record (which
 // records.Validate refuses to name, but a record stored before that rule
 // may name: erasures stay as the audit trail whatever names them).
-func (l *Log) deleteTargets(ctx context.Context, stream jetstream.Stream, targets []records.ErasureTarget) error {
+func (l *Log) deleteTargets(ctx context.Context, stream jetstream.Stream, targets []records.ErasureTarget, stop stopper) error {
 	for _, t := range targets {
 		if t.Clock == 0 || t.Header.Kind == records.KindErasure {
 			continue // written without a clock (nothing to find cheaply), or an erasure
@@ -262,6 +327,9 @@ func (l *Log) deleteTargets(ctx context.Context, stream jetstream.Stream, target
 		}
 		if err := stream.SecureDeleteMsg(ctx, t.Clock); err != nil && !isNoMessage(err) {
 			return fmt.Errorf("secure delete %d: %w", t.Clock, err)
+		}
+		if err := stop.at(stepDeleted); err != nil {
+			return err
 		}
 	}
 	return nil

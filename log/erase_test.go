@@ -251,15 +251,19 @@ func TestEraseFinishedAfterCrash(t *testing.T) {
 	l := openTest(t, dir)
 	es := appendN(t, l, "th_crash", 3, func(i int) map[string]any { return map[string]any{"i": i} })
 	crash := errors.New("injected crash")
-	l.afterEraseAppend = func() error { return crash }
-	if _, err := l.Erase(ctxT(t), "th_crash", []records.ID{es[1].ID}, "r", actor); !errors.Is(err, crash) {
+	crashAfterAppend := stopAt(func(step string) error {
+		if step == stepAppended {
+			return crash
+		}
+		return nil
+	})
+	if _, err := l.Erase(ctxT(t), "th_crash", []records.ID{es[1].ID}, "r", actor, crashAfterAppend); !errors.Is(err, crash) {
 		t.Fatalf("Erase: err=%v, want the injected crash", err)
 	}
 	if _, err := l.At(ctxT(t), es[1].Clock); err != nil {
 		t.Fatalf("before reopen the record should still be there: %v", err)
 	}
 	// A retry in the same process finishes the deletes too.
-	l.afterEraseAppend = nil
 	res, err := l.Erase(ctxT(t), "th_crash", []records.ID{es[1].ID}, "r", actor)
 	if err != nil || len(res.Already) != 1 {
 		t.Fatalf("retry: %+v, %v", res, err)
@@ -268,8 +272,7 @@ func TestEraseFinishedAfterCrash(t *testing.T) {
 		t.Fatalf("after the retry: err=%v, want ErrNotFound", err)
 	}
 	// And a crash that leaves deletes pending is finished by the next open.
-	l.afterEraseAppend = func() error { return crash }
-	if _, err := l.Erase(ctxT(t), "th_crash", []records.ID{es[2].ID}, "r", actor); !errors.Is(err, crash) {
+	if _, err := l.Erase(ctxT(t), "th_crash", []records.ID{es[2].ID}, "r", actor, crashAfterAppend); !errors.Is(err, crash) {
 		t.Fatalf("Erase: err=%v, want the injected crash", err)
 	}
 	l.Close()

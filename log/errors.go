@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/records"
 )
 
@@ -26,6 +27,11 @@ var (
 	// (a clock the thread never reached, or an empty thread). Nothing was
 	// appended; read the thread again and decide anew.
 	ErrMoved = errors.New("spl/log: thread moved")
+	// ErrDiskFull reports an append refused because the disk that holds
+	// the log is full (or, with a server, its storage limit is reached):
+	// nothing was appended. Free space and append again; reads still
+	// work meanwhile.
+	ErrDiskFull = natsio.ErrDiskFull
 )
 
 // CorruptError describes a stored message that failed verification. It

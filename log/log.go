@@ -110,10 +110,6 @@ type Log struct {
 
 	metaMu sync.Mutex
 	metaKV jetstream.KeyValue // the meta bucket, once bound
-
-	// afterEraseAppend, when set (by tests), runs between an erasure's
-	// append and its deletes; an error stops Erase there, as a crash would.
-	afterEraseAppend func() error
 }
 
 // Open opens the log: the embedded server in opts.Dir (started in this
@@ -161,7 +157,7 @@ func On(ctx context.Context, c *natsio.Conn, opts Options) (*Log, error) {
 
 func open(ctx context.Context, c *natsio.Conn, opts Options) (*Log, error) {
 	l := &Log{opts: opts, c: c, closed: make(chan struct{}), drained: make(chan struct{})}
-	if err := l.provision(ctx); err != nil {
+	if err := l.retryLost(ctx, l.provision); err != nil {
 		return nil, err
 	}
 	if c.Embedded() && !opts.NoSync {
@@ -175,7 +171,7 @@ func open(ctx context.Context, c *natsio.Conn, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("spl/log: %w", err)
 	}
 	// Finish erasures a crashed process left half done.
-	if err := l.finishErasures(ctx); err != nil {
+	if err := l.retryLost(ctx, func(ctx context.Context) error { return l.finishErasures(ctx, nil) }); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("spl/log: finish pending erasures: %w", err)
 	}
@@ -242,6 +238,25 @@ func (l *Log) provision(ctx context.Context) error {
 		return fmt.Errorf("spl/log: update stream %s: %w", want.Name, err)
 	}
 	return nil
+}
+
+// retryLost runs step, an idempotent step of opening the log, with a
+// context that also ends when the connection drops, and runs it again
+// when it did, until ctx ends. On the embedded log the server belongs to
+// whichever process came first: when that process dies, the connection
+// moves to the next owner (natsio's dialer takes the server over), and
+// an answer the old one owed never comes. Without this, a command
+// opening the log at that moment waited out its whole timeout.
+func (l *Log) retryLost(ctx context.Context, step func(context.Context) error) error {
+	for {
+		sctx, cancel := l.c.UntilLost(ctx, l.opts.Timeout)
+		err := step(sctx)
+		lost := err != nil && ctx.Err() == nil && errors.Is(sctx.Err(), context.Canceled)
+		cancel()
+		if !lost {
+			return err
+		}
+	}
 }
 
 // untilLost returns a context that ends after timeout, or when the

@@ -202,6 +202,14 @@ func (w *writer) land(batch []*Pending, attempt int) {
 	if len(batch) == 0 {
 		return
 	}
+	need := 0
+	for _, p := range batch {
+		need += len(p.rec.Body) + 1024 // the body, and about what a header and the envelope take
+	}
+	if err := w.l.c.CheckRoom(need); err != nil {
+		w.fail(batch, err)
+		return
+	}
 	if w.acks != nil {
 		w.landEach(batch, attempt)
 		return
@@ -238,6 +246,8 @@ func (w *writer) settleAll(units []unit, serr error, attempt int) {
 		switch err := u.err; {
 		case err == nil:
 			w.landed1(u.batch, u.first, serr)
+		case errors.Is(err, ErrDiskFull):
+			w.fail(u.batch, err) // no half of it would fit better
 		case errors.Is(err, errStale) && attempt < maxAttempts:
 			retry = append(retry, u.batch...)
 		case errors.Is(err, errRefused) && len(u.batch) > 1:

@@ -300,12 +300,15 @@ func (e *embedded) ensureServing() (string, error) {
 		return "", err
 	}
 	addr := srv.Addr().String()
-	if err := lock.Publish(addr); err != nil {
+	if err := lock.Publish(addr); err != nil && !errors.Is(err, syscall.ENOSPC) {
 		srv.Shutdown()
 		srv.WaitForShutdown()
 		lock.Release()
 		return "", err
 	}
+	// On a full disk the address cannot be published: this process serves
+	// itself alone, so that reads still work, and processes that arrive
+	// meanwhile wait for the lock (faults.md, "disk full").
 	e.lock, e.srv = lock, srv
 	return addr, nil
 }
@@ -317,11 +320,19 @@ func (e *embedded) ensureServing() (string, error) {
 // that a benchmark's raw JetStream peer runs the very same server.
 func EmbeddedServerOptions(dir string, syncAlways bool) *server.Options {
 	return &server.Options{
-		ServerName:            "spl-embedded",
-		Host:                  "127.0.0.1",
-		Port:                  -1,
-		JetStream:             true,
-		StoreDir:              dir, // the server keeps its store in <dir>/jetstream
+		ServerName: "spl-embedded",
+		Host:       "127.0.0.1",
+		Port:       -1,
+		JetStream:  true,
+		StoreDir:   dir, // the server keeps its store in <dir>/jetstream
+		// Left unset, the limit is 75% of the disk space free when the
+		// server starts plus 75% of what the store holds, frozen until
+		// the next start: started on a full disk, the server refuses
+		// every append ("insufficient resources") even after space is
+		// freed, and until then reads nothing back (faults.md, "disk
+		// full"). The file system is the limit: an append that does not
+		// fit fails with ENOSPC, which the log reports as ErrDiskFull.
+		JetStreamMaxStore:     server.JetStreamMaxStoreDefault << 10, // 1 PiB
 		SyncAlways:            syncAlways,
 		NoSigs:                true,
 		NoLog:                 true,
@@ -335,6 +346,11 @@ func (e *embedded) start() (*server.Server, error) {
 	// fsync the stream themselves, once per group commit (BlockSyncer).
 	opts := EmbeddedServerOptions(e.dir, false)
 	opts.Authorization = e.token
+	// No server runs on the directory: finish on disk the secure deletes
+	// that a killed one left half done (scrub.go).
+	if err := scrub(e.dir); err != nil {
+		return nil, fmt.Errorf("embedded server: %w", err)
+	}
 	srv, err := StartServer(opts, nil)
 	if err != nil {
 		return nil, fmt.Errorf("embedded server: %w", err)

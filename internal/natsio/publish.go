@@ -106,6 +106,9 @@ func parseAck(data []byte) (pubAck, error) {
 		if strings.Contains(d, "wrong last sequence") || strings.Contains(d, "last sequence mismatch") {
 			return ack, fmt.Errorf("%w: %s", ErrExpectation, d)
 		}
+		if ack.Error.ErrCode == errInsufficientResources {
+			return ack, fmt.Errorf("%w: the server's storage is full (%s, code %d)", ErrDiskFull, d, ack.Error.ErrCode)
+		}
 		return ack, fmt.Errorf("%w: %s (code %d)", ErrRefused, d, ack.Error.ErrCode)
 	}
 	if ack.Seq == 0 {
@@ -148,7 +151,7 @@ func parsePlainAck(data []byte) (pubAck, bool) {
 // Ack is the answer to one pipelined publish.
 type Ack struct {
 	Seq uint64 // the stream sequence it was stored at
-	Err error  // nil, ErrExpectation, ErrRefused, or else unknown outcome
+	Err error  // nil, ErrExpectation, ErrRefused, ErrDiskFull, or else unknown outcome
 }
 
 // Round is one set of pipelined publishes awaiting their answers.
