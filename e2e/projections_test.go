@@ -278,6 +278,9 @@ func TestProjectionsStatusAndRebuild(t *testing.T) {
 // projection follows the log, held by the server.
 func TestServeRunsProjections(t *testing.T) {
 	h := newHome(t)
+	// The server's token, created on its first start: the clients read it
+	// from the file the variable names.
+	h.env = append(h.env, "SPL_TOKEN_FILE="+filepath.Join(h.dir, "token"))
 	port, httpPort := freePort(t), freePort(t)
 	server := natsURL(port)
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)

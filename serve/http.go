@@ -593,22 +593,25 @@ type healthJSON struct {
 	Stream    string `json:"stream,omitempty"`
 	LastClock uint64 `json:"last_clock"`
 	Error     string `json:"error,omitempty"`
+	// Warnings are what an operator must know: authentication off.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	warn := s.warnings()
 	switch l := s.c.Load(); {
 	case s.stopping.Load():
-		writeJSON(w, http.StatusServiceUnavailable, healthJSON{Status: "stopping"})
+		writeJSON(w, http.StatusServiceUnavailable, healthJSON{Status: "stopping", Warnings: warn})
 	case l == nil:
-		writeJSON(w, http.StatusServiceUnavailable, healthJSON{Status: "starting"})
+		writeJSON(w, http.StatusServiceUnavailable, healthJSON{Status: "starting", Warnings: warn})
 	default:
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
 		st, err := l.Stats(ctx)
 		if err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, healthJSON{Status: "unavailable", Stream: l.StreamName(), Error: err.Error()})
+			writeJSON(w, http.StatusServiceUnavailable, healthJSON{Status: "unavailable", Stream: l.StreamName(), Error: err.Error(), Warnings: warn})
 			return
 		}
-		writeJSON(w, http.StatusOK, healthJSON{Status: "ok", Stream: l.StreamName(), LastClock: st.LastClock})
+		writeJSON(w, http.StatusOK, healthJSON{Status: "ok", Stream: l.StreamName(), LastClock: st.LastClock, Warnings: warn})
 	}
 }
