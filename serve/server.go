@@ -221,6 +221,7 @@ func (s *Server) openLog() {
 		sdk.WithName("spl-serve"),
 		sdk.WithBatchObserver(s.m.observeBatch),
 		sdk.WithActor(""), // every request names its actor
+		sdk.WithMarkDir(s.cfg.Dir),
 	}
 	wait := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {
@@ -244,6 +245,8 @@ func (s *Server) openLog() {
 		}
 		wait = min(2*wait, 2*time.Second)
 	}
+	s.bgWG.Add(1)
+	go s.keepMark() // see mark.go
 	s.startProjectors()
 }
 
