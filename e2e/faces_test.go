@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
 )
@@ -21,32 +23,14 @@ import (
 func TestRetentionHoldsThroughEveryFace(t *testing.T) {
 	h := newHome(t)
 	h.env = append(h.env, "SPL_ACTOR="+seedActor)
-	port, httpPort := freePort(t), freePort(t)
-	server := natsURL(port)
-	base := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
+	h.env = append(h.env, "SPL_TOKEN_FILE="+filepath.Join(h.dir, "token"))
+	srv := serveHome(t, h)
+	server := srv.nats
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, _, _ := h.cmd(ctx, nil, "serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--http", fmt.Sprintf("127.0.0.1:%d", httpPort))
-	var logs lockedBuffer
-	c.Stderr = &logs
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = c.Wait()
-	})
-	waitFor(t, 30*time.Second, "spl serve ready", func() bool {
-		resp, err := http.Get(base + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
 	remote := func(args ...string) []string { return append([]string{"--server", server}, args...) }
 
-	goClient, err := sdk.Connect(ctx, server, sdk.WithActor(seedActor))
+	goClient, err := sdk.Connect(ctx, server, sdk.WithActor(seedActor), sdk.WithNATSOptions(nats.Token(srv.writeTok)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,13 +57,8 @@ func TestRetentionHoldsThroughEveryFace(t *testing.T) {
 		{"POST /v1/records", func(t *testing.T, thread, summary string) {
 			body := fmt.Sprintf(`{"thread":%q,"act":"LEARN","kind":%q,"actor":%q,"body":{"summary":%q,"learnings":["l"]}}`,
 				thread, records.KindCheckpoint, seedActor, summary)
-			resp, err := http.Post(base+"/v1/records", "application/json", strings.NewReader(body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusCreated {
-				t.Fatalf("POST /v1/records: %s", resp.Status)
+			if code, answer := do(t, http.MethodPost, srv.http+"/v1/records", srv.writeTok, body); code != http.StatusCreated {
+				t.Fatalf("POST /v1/records: %d %s", code, answer)
 			}
 		}},
 	}
@@ -96,7 +75,7 @@ func TestRetentionHoldsThroughEveryFace(t *testing.T) {
 				got = append(got, r.Summary)
 			}
 			if strings.Join(got, " ") != "c2 c3" {
-				t.Fatalf("checkpoints kept after four saves through %s: %q, want [c2 c3]; serve logs:\n%s", face.name, got, logs.String())
+				t.Fatalf("checkpoints kept after four saves through %s: %q, want [c2 c3]; serve logs:\n%s", face.name, got, srv.logs.String())
 			}
 			tomb := h.mustRun(t, nil, remote("thread", "tail", thread, "--tombstones")...).stdout
 			if !strings.Contains(tomb, "retention") {

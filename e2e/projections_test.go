@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -278,25 +277,9 @@ func TestProjectionsStatusAndRebuild(t *testing.T) {
 // projection follows the log, held by the server.
 func TestServeRunsProjections(t *testing.T) {
 	h := newHome(t)
-	port, httpPort := freePort(t), freePort(t)
-	server := natsURL(port)
-	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
-	defer cancel()
-	c, _, _ := h.cmd(ctx, nil, "serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--http", fmt.Sprintf("127.0.0.1:%d", httpPort))
-	var logs lockedBuffer
-	c.Stderr = &logs
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Process.Kill() }()
-	waitFor(t, 30*time.Second, "spl serve ready", func() bool {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", httpPort))
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	h.env = append(h.env, "SPL_TOKEN_FILE="+filepath.Join(h.dir, "token"))
+	srv := serveHome(t, h)
+	server := srv.nats
 	var rc receipt
 	for i := range 3 {
 		rc = decode[receipt](t, h.mustRun(t, nil, "--server", server, "emit", "--thread", fmt.Sprintf("th_%d", i),
@@ -313,12 +296,11 @@ func TestServeRunsProjections(t *testing.T) {
 	if got, want := h.threads(t, "--server", server), "th_2 th_1 th_0"; got != want {
 		t.Fatalf("thread list over --server: %q, want %q", got, want)
 	}
-	_ = c.Process.Signal(syscall.SIGTERM)
-	if err := c.Wait(); err != nil {
-		t.Fatalf("spl serve on SIGTERM: %v; logs:\n%s", err, logs.String())
+	if code := srv.stop(); code != 0 {
+		t.Fatalf("spl serve exited %d on SIGTERM; logs:\n%s", code, srv.logs.String())
 	}
-	if !strings.Contains(logs.String(), "projector started") {
-		t.Fatalf("spl serve did not log its projector:\n%s", logs.String())
+	if !strings.Contains(srv.logs.String(), "projector started") {
+		t.Fatalf("spl serve did not log its projector:\n%s", srv.logs.String())
 	}
 }
 

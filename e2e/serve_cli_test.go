@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +17,9 @@ import (
 // server down cleanly, keeping what it acknowledged.
 func TestServeWithCLIClients(t *testing.T) {
 	h := newHome(t)
+	// The server's token, created on its first start: the clients read it
+	// from the file the variable names.
+	h.env = append(h.env, "SPL_TOKEN_FILE="+filepath.Join(h.dir, "token"))
 	port, httpPort := freePort(t), freePort(t)
 	server := natsURL(port)
 	start := func() (*stopFunc, *lockedBuffer) {

@@ -160,7 +160,7 @@ func TestServeGarbage(t *testing.T) {
 		}
 	}
 
-	nc, err := nats.Connect(natsURL(port))
+	nc, err := nats.Connect(natsURL(port), nats.Token(testToken))
 	if err != nil {
 		t.Fatalf("raw connect: %v", err)
 	}
@@ -202,7 +202,7 @@ func TestServeGarbage(t *testing.T) {
 
 	// Bad HTTP requests are refused with 400 and counted.
 	for _, body := range []string{`{`, `[]`, `{"thread":"good","act":"nope","kind":"k","actor":"did:a:b","body":{}}`, `{"thread":"good","extra":1}`} {
-		resp, err := http.Post(base+"/v1/records", "application/json", strings.NewReader(body))
+		resp, err := authHTTP.Post(base+"/v1/records", "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatalf("post: %v", err)
 		}
@@ -240,7 +240,7 @@ func TestServeGarbage(t *testing.T) {
 	if code := getJSON(t, base+"/healthz", nil); code != http.StatusOK {
 		t.Fatalf("healthz after garbage: code=%d", code)
 	}
-	resp, err := http.Post(base+"/v1/records", "application/json", strings.NewReader(
+	resp, err := authHTTP.Post(base+"/v1/records", "application/json", strings.NewReader(
 		`{"thread":"good","act":"DO","kind":"agent.step","actor":"did:sync:agent:fault","body":{"n":2}}`))
 	if err != nil {
 		t.Fatalf("post: %v", err)
@@ -252,7 +252,7 @@ func TestServeGarbage(t *testing.T) {
 	// Appending to a thread whose last message is garbage: the log refuses
 	// (its head does not verify: 500, not the client's fault) or chains
 	// past it; either way the server answers and stays up.
-	resp, err = http.Post(base+"/v1/records", "application/json", strings.NewReader(
+	resp, err = authHTTP.Post(base+"/v1/records", "application/json", strings.NewReader(
 		`{"thread":"junk","act":"DO","kind":"agent.step","actor":"did:sync:agent:fault","body":{}}`))
 	if err != nil {
 		t.Fatalf("post: %v", err)
@@ -279,7 +279,7 @@ func TestServeGarbage(t *testing.T) {
 
 func getJSON(t *testing.T, url string, out any) int {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := authHTTP.Get(url)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
@@ -294,7 +294,7 @@ func getJSON(t *testing.T, url string, out any) int {
 
 func getText(t *testing.T, url string) string {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := authHTTP.Get(url)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/log"
@@ -83,7 +86,30 @@ type node struct {
 	http   string
 }
 
+// testToken is the NATS token, and HTTP write token, of the test
+// servers: every node of a cluster requires the same one from clients.
+const testToken = "e2e-test-token-0123456789abcdef"
+
+// authHTTP is an HTTP client that sends testToken.
+var authHTTP = &http.Client{Transport: bearer{testToken, http.DefaultTransport}}
+
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(req)
+}
+
 func newNode(t *testing.T, bin, name string, args ...string) *node {
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(testToken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args = append(args, "-token-file", tokenFile)
 	n := &node{t: t, bin: bin, name: name, args: args}
 	t.Cleanup(func() {
 		if n.cmd != nil {
@@ -200,7 +226,7 @@ func newAppender(t *testing.T, url, thread string, replicas int) *appender {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := natsio.Dial(ctx, natsio.Options{URL: url, Timeout: 2 * time.Second, Name: thread})
+	conn, err := natsio.Dial(ctx, natsio.Options{URL: url, Timeout: 2 * time.Second, Name: thread, NATSOptions: []nats.Option{nats.Token(testToken)}})
 	if err != nil {
 		t.Fatalf("dial %s: %v", url, err)
 	}

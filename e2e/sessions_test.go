@@ -5,53 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
 	"github.com/spl-dev/spl/wire"
 )
-
-// startServe starts spl serve on h (the embedded server of its data
-// directory, NATS on a port, HTTP on another) and waits until it answers.
-func startServe(t *testing.T, h *home) (ctx context.Context, stop func(), kill func(), server, base string) {
-	t.Helper()
-	port, httpPort := freePort(t), freePort(t)
-	server, base = natsURL(port), fmt.Sprintf("http://127.0.0.1:%d", httpPort)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	c, _, _ := h.cmd(ctx, nil, "serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--http", fmt.Sprintf("127.0.0.1:%d", httpPort))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := false
-	stop = func() {
-		if !done {
-			done = true
-			_ = c.Process.Signal(syscall.SIGTERM)
-			_ = c.Wait()
-		}
-	}
-	kill = func() {
-		if !done {
-			done = true
-			_ = c.Process.Kill()
-			_ = c.Wait()
-		}
-	}
-	t.Cleanup(func() { stop(); cancel() })
-	waitFor(t, 30*time.Second, "spl serve ready", func() bool {
-		resp, err := http.Get(base + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	return ctx, stop, kill, server, base
-}
 
 // A session through the built binary: transcript, pause (its tails
 // computed by spl), the process that runs the server killed, resume in a
@@ -60,7 +23,7 @@ func startServe(t *testing.T, h *home) (ctx context.Context, stop func(), kill f
 func TestSessionPauseKillResume(t *testing.T) {
 	h := newHome(t)
 	h.env = append(h.env, "SPL_ACTOR="+seedActor)
-	_, _, kill, _, _ := startServe(t, h)
+	kill := serveHome(t, h).kill
 	const th = "sess_e2e"
 	for _, ev := range []string{
 		`{"agentId":"lead","type":"message","content":"plan"}`,
@@ -170,9 +133,13 @@ func TestSessionPauseKillResume(t *testing.T) {
 func TestRedactionThroughEveryFace(t *testing.T) {
 	h := newHome(t)
 	h.env = append(h.env, "SPL_ACTOR="+seedActor)
-	ctx, stop, _, server, base := startServe(t, h)
+	h.env = append(h.env, "SPL_TOKEN_FILE="+filepath.Join(h.dir, "token"))
+	srv := serveHome(t, h)
+	server, base, stop := srv.nats, srv.http, func() { srv.stop() }
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	remote := func(args ...string) []string { return append([]string{"--server", server}, args...) }
-	goClient, err := sdk.Connect(ctx, server, sdk.WithActor(seedActor))
+	goClient, err := sdk.Connect(ctx, server, sdk.WithActor(seedActor), sdk.WithNATSOptions(nats.Token(srv.writeTok)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +156,13 @@ func TestRedactionThroughEveryFace(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := fmt.Sprintf(`{"thread":"red","act":"KNOW","kind":"agent.step","actor":%q,"body":{"api_key":%q}}`, seedActor, secrets["http"])
-	resp, err := http.Post(base+"/v1/records", "application/json", strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, base+"/v1/records", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+srv.writeTok)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

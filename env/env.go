@@ -8,6 +8,8 @@
 //	SPL_ACTOR           Actor               actor DID of records emitted without one (none)
 //	SPL_SERVER          Server              NATS URL of an spl server to use instead of the embedded log (none)
 //	SPL_CREDS           Creds               NATS credentials file for SPL_SERVER or --server (none)
+//	SPL_TOKEN           Token               NATS token for SPL_SERVER or --server (none)
+//	SPL_TOKEN_FILE      TokenFile           file holding that token, e.g. spl serve's DIR/token (none)
 //	SPL_SERVE_TOKEN     ServeToken          token spl serve requires from clients (none)
 //	SPL_SERVE_PASSWORD  ServePassword       password of spl serve's --user (none)
 //
@@ -30,6 +32,8 @@ const (
 	ActorVar         = "SPL_ACTOR"
 	ServerVar        = "SPL_SERVER"
 	CredsVar         = "SPL_CREDS"
+	TokenVar         = "SPL_TOKEN"
+	TokenFileVar     = "SPL_TOKEN_FILE"
 	ServeTokenVar    = "SPL_SERVE_TOKEN"
 	ServePasswordVar = "SPL_SERVE_PASSWORD"
 )
@@ -59,6 +63,15 @@ func Server() string { return os.Getenv(ServerVar) }
 // Creds returns $SPL_CREDS: the NATS credentials file to connect to the
 // server with; "" when not set.
 func Creds() string { return os.Getenv(CredsVar) }
+
+// Token returns $SPL_TOKEN: the NATS token to connect to the server with
+// (a secret: the environment keeps it out of ps, a URL or a flag would
+// not); "" when not set.
+func Token() string { return os.Getenv(TokenVar) }
+
+// TokenFile returns $SPL_TOKEN_FILE: a file holding the NATS token to
+// connect to the server with; "" when not set.
+func TokenFile() string { return os.Getenv(TokenFileVar) }
 
 // ServeToken returns $SPL_SERVE_TOKEN: the token spl serve requires from
 // clients; "" when not set.

@@ -49,6 +49,16 @@ type Options struct {
 	// Now is the clock of records the log writes itself (erasures);
 	// time.Now when nil.
 	Now func() time.Time
+	// MarkDir is the data directory that keeps the log's high-water mark
+	// (mark.go): the embedded log's own directory when empty. spl serve
+	// sets it to its directory; a client of a remote server keeps none
+	// (the server does).
+	MarkDir string
+	// NoMark keeps no high-water mark (benchmarks, to measure its cost).
+	NoMark bool
+	// MarkEvery is how often at most the writer writes the mark;
+	// DefaultMarkEvery when zero. Close always writes it.
+	MarkEvery time.Duration
 	// Observe, when set, is called by the writer after every group commit
 	// it sent (for metrics). It must return quickly.
 	Observe func(BatchStats)
@@ -86,6 +96,9 @@ func (o *Options) withDefaults() error {
 	if o.Name == "" {
 		o.Name = "spl"
 	}
+	if o.MarkEvery == 0 {
+		o.MarkEvery = DefaultMarkEvery
+	}
 	switch {
 	case o.Replicas < 1 || o.Replicas > 5:
 		return fmt.Errorf("spl/log: options: Replicas: must be 1 to 5, got %d", o.Replicas)
@@ -103,6 +116,7 @@ type Log struct {
 	c       *natsio.Conn
 	ownConn bool                // Close closes c: Open dialled it
 	blocks  *natsio.BlockSyncer // the embedded log's fsync, done by the writer; nil with URL or NoSync
+	mark    *marker             // the high-water mark (mark.go); nil when none is kept
 	w       *writer
 	closed  chan struct{} // Close began: no more appends
 	drained chan struct{} // the writer has drained its queue: no more reads
@@ -167,6 +181,14 @@ func open(ctx context.Context, c *natsio.Conn, opts Options) (*Log, error) {
 		}
 	}
 	var err error
+	if dir := opts.MarkDir; !opts.NoMark && (dir != "" || c.Embedded()) {
+		if dir == "" {
+			dir = c.Dir()
+		}
+		if l.mark, err = newMarker(l, dir); err != nil {
+			return nil, fmt.Errorf("spl/log: %w", err)
+		}
+	}
 	if l.w, err = newWriter(l); err != nil {
 		return nil, fmt.Errorf("spl/log: %w", err)
 	}
@@ -283,6 +305,7 @@ func (l *Log) Close() error {
 		if l.w != nil {
 			l.w.stop() // its reads (heads, doubts) go on while it drains
 		}
+		_ = l.mark.stop() // the last mark, while reads still go
 		close(l.drained)
 		if l.blocks != nil {
 			l.blocks.Close()

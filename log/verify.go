@@ -16,7 +16,11 @@ type VerifyReport struct {
 	Corrupt []VerifyProblem // messages whose id or body digest does not verify
 	Missing []VerifyProblem // chain gaps and deletions that no erasure explains
 	Threads int             // threads walked
-	erased  map[string]*erasedSet
+	// Loss is set when the stream is behind its high-water mark (see
+	// CheckMark): records acknowledged once are gone, and nothing in the
+	// stream shows it.
+	Loss   *MarkLoss
+	erased map[string]*erasedSet
 }
 
 // ErasedRecord is a record that an erasure removed.
@@ -37,7 +41,7 @@ type VerifyProblem struct {
 }
 
 // OK reports whether nothing is corrupt or missing.
-func (r VerifyReport) OK() bool { return len(r.Corrupt) == 0 && len(r.Missing) == 0 }
+func (r VerifyReport) OK() bool { return len(r.Corrupt) == 0 && len(r.Missing) == 0 && r.Loss == nil }
 
 type erasedSet struct {
 	byID map[records.ID]erasedTarget
@@ -83,6 +87,11 @@ type brokenLink struct {
 
 func (l *Log) verify(ctx context.Context, filter string, progress func(uint64), all bool) (VerifyReport, error) {
 	rep := VerifyReport{}
+	loss, err := l.CheckMark(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("verify: %w", err)
+	}
+	rep.Loss = loss
 	// Pass 1: every erasure record under the filter, by thread token.
 	erased := make(map[string]*erasedSet)
 	erasedClocks := make(map[uint64]bool)
@@ -90,7 +99,7 @@ func (l *Log) verify(ctx context.Context, filter string, progress func(uint64), 
 	if all {
 		erasureFilter = SubjectPrefix + ".*." + records.KindErasure
 	}
-	err := l.scan(ctx, erasureFilter, 1, 0, 256, func(m stored) bool {
+	err = l.scan(ctx, erasureFilter, 1, 0, 256, func(m stored) bool {
 		e, err := m.decode()
 		if err != nil {
 			return true // reported in pass 2

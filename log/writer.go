@@ -303,6 +303,7 @@ func (w *writer) settle(p *Pending, clock uint64, serr error) {
 	t := p.rec.Header.Thread
 	w.heads[t] = w.heads[t].next(p.id, p.sealed.Header.Prev, clock)
 	w.remember(e)
+	w.l.mark.saw(clock, p.id)
 	if serr != nil {
 		p.finish(Entry{}, fmt.Errorf("spl/log: append: stored at clock %d, but not made durable: %w", clock, serr))
 		return

@@ -72,6 +72,7 @@ type config struct {
 	name         string
 	observe      func(splog.BatchStats)
 	natsOpts     []nats.Option
+	markDir      string
 }
 
 // WithDir sets the data directory of the embedded log. The default is
@@ -107,6 +108,11 @@ func WithName(name string) Option { return func(c *config) { c.name = name } }
 func WithBatchObserver(fn func(BatchStats)) Option {
 	return func(c *config) { c.observe = fn }
 }
+
+// WithMarkDir keeps the log's high-water mark in dir (log.Options.MarkDir):
+// for a server's own client (spl serve), whose log is not embedded. The
+// embedded log keeps it in its data directory without this option.
+func WithMarkDir(dir string) Option { return func(c *config) { c.markDir = dir } }
 
 // WithNATSOptions passes options to nats.Connect when the client connects
 // to a server (credentials, token, nkey, TLS).
@@ -224,7 +230,7 @@ func open(ctx context.Context, cfg config, co natsio.Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spl/log: %w", err)
 	}
-	l, err := splog.On(ctx, conn, splog.Options{Replicas: cfg.replicas, Timeout: cfg.timeout, Observe: cfg.observe})
+	l, err := splog.On(ctx, conn, splog.Options{Replicas: cfg.replicas, Timeout: cfg.timeout, Observe: cfg.observe, MarkDir: cfg.markDir})
 	if err != nil {
 		conn.Close()
 		return nil, err

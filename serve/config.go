@@ -89,6 +89,27 @@ type Config struct {
 	TLSCert, TLSKey, TLSCA string
 	TLSVerify              bool
 
+	// InsecureNoAuth turns authentication off, on the NATS listener and
+	// the HTTP API alike: anyone who reaches the server can read, write
+	// and erase. For a trusted test network only; the server says so in
+	// its log at start (WARN) and in /healthz. It excludes every
+	// credential field.
+	InsecureNoAuth bool
+	// HTTPToken is the bearer token of HTTP clients that write (and
+	// read). Empty: Token when set, else the directory's token (Dir/token,
+	// which is also the NATS token unless User, NKeys or NATSConfigFile
+	// set other NATS credentials), created on the first start.
+	HTTPToken string
+	// HTTPReadToken is the bearer token of HTTP clients that only read
+	// (GET): a request of another method with it is refused (403).
+	// Empty: Dir/read-token, created on the first start.
+	HTTPReadToken string
+	// HTTPTLSCert and HTTPTLSKey serve the HTTP API over TLS.
+	// HTTPClientCA, with them, verifies client certificates: a request
+	// that presents one signed by it is authenticated with the write
+	// right, without a token.
+	HTTPTLSCert, HTTPTLSKey, HTTPClientCA string
+
 	// Timeout bounds one request of the log to the server (log.Options.Timeout).
 	Timeout time.Duration
 	// MaxBody bounds an HTTP request body (DefaultMaxBody when zero).
@@ -220,6 +241,16 @@ func (c Config) validate() error {
 		return configErr("TLSKey", "TLSCert and TLSKey go together")
 	case c.TLSVerify && c.TLSCA == "":
 		return configErr("TLSCA", "required with TLSVerify")
+	case c.InsecureNoAuth && (c.Token != "" || c.User != "" || len(c.NKeys) > 0 || c.HTTPToken != "" || c.HTTPReadToken != "" || c.HTTPClientCA != ""):
+		return configErr("InsecureNoAuth", "turns authentication off: it cannot be combined with Token, User, NKeys, HTTPToken, HTTPReadToken or HTTPClientCA")
+	case c.HTTPToken != "" && c.HTTPToken == c.HTTPReadToken:
+		return configErr("HTTPReadToken", "must differ from HTTPToken: a read token must not write")
+	case c.HTTPToken != "" && len(c.HTTPToken) < 16, c.HTTPReadToken != "" && len(c.HTTPReadToken) < 16:
+		return configErr("HTTPToken", "a token must be at least 16 characters")
+	case (c.HTTPTLSCert == "") != (c.HTTPTLSKey == ""):
+		return configErr("HTTPTLSKey", "HTTPTLSCert and HTTPTLSKey go together")
+	case c.HTTPClientCA != "" && c.HTTPTLSCert == "":
+		return configErr("HTTPClientCA", "needs HTTPTLSCert: client certificates are a part of TLS")
 	case c.MaxBody < 1024:
 		return configErr("MaxBody", "must be at least 1024 bytes, got %d", c.MaxBody)
 	case c.ThreadsWait < 0:

@@ -605,22 +605,44 @@ type healthJSON struct {
 	Stream    string `json:"stream,omitempty"`
 	LastClock uint64 `json:"last_clock"`
 	Error     string `json:"error,omitempty"`
+	// Warnings are what an operator must know: authentication off.
+	Warnings []string `json:"warnings,omitempty"`
+	// Missing are the clocks lost, with status "loss": the stream is
+	// behind its high-water mark.
+	Missing *clockRange `json:"missing,omitempty"`
+}
+
+// clockRange is the clocks from From to To.
+type clockRange struct {
+	From uint64 `json:"from"`
+	To   uint64 `json:"to"`
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	warn := s.warnings()
 	switch l := s.c.Load(); {
 	case s.stopping.Load():
-		writeJSON(w, http.StatusServiceUnavailable, healthJSON{Status: "stopping"})
+		writeJSON(w, http.StatusServiceUnavailable, healthJSON{Status: "stopping", Warnings: warn})
 	case l == nil:
-		writeJSON(w, http.StatusServiceUnavailable, healthJSON{Status: "starting"})
+		writeJSON(w, http.StatusServiceUnavailable, healthJSON{Status: "starting", Warnings: warn})
 	default:
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
 		st, err := l.Stats(ctx)
 		if err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, healthJSON{Status: "unavailable", Stream: l.StreamName(), Error: err.Error()})
+			writeJSON(w, http.StatusServiceUnavailable, healthJSON{Status: "unavailable", Stream: l.StreamName(), Error: err.Error(), Warnings: warn})
 			return
 		}
-		writeJSON(w, http.StatusOK, healthJSON{Status: "ok", Stream: l.StreamName(), LastClock: st.LastClock})
+		loss, err := l.CheckMark(ctx)
+		switch {
+		case err != nil:
+			writeJSON(w, http.StatusServiceUnavailable, healthJSON{Status: "unavailable", Stream: l.StreamName(), Error: err.Error(), Warnings: warn})
+		case loss != nil:
+			s.logger.Error("loss: the log is behind its high-water mark", "from", loss.From, "to", loss.To, "reason", loss.Reason)
+			writeJSON(w, http.StatusServiceUnavailable, healthJSON{Status: "loss", Stream: l.StreamName(), LastClock: st.LastClock,
+				Error: loss.Error(), Missing: &clockRange{From: loss.From, To: loss.To}, Warnings: warn})
+		default:
+			writeJSON(w, http.StatusOK, healthJSON{Status: "ok", Stream: l.StreamName(), LastClock: st.LastClock, Warnings: warn})
+		}
 	}
 }

@@ -50,7 +50,7 @@ func stall(t *testing.T, s *Server) net.Conn {
 		t.Fatalf("dial: %v", err)
 	}
 	t.Cleanup(func() { c.Close() })
-	_, err = io.WriteString(c, "POST /v1/records HTTP/1.1\r\nHost: spl\r\nContent-Type: application/json\r\n"+
+	_, err = io.WriteString(c, "POST /v1/records HTTP/1.1\r\nHost: spl\r\nContent-Type: application/json\r\nAuthorization: Bearer "+s.cfg.HTTPToken+"\r\n"+
 		"Content-Length: 200\r\n\r\n"+`{"thread":"th","act":"DO",`)
 	if err != nil {
 		t.Fatalf("write: %v", err)
@@ -87,7 +87,7 @@ func TestHealthAtConnLimit(t *testing.T) {
 	stall(t, s)
 	time.Sleep(100 * time.Millisecond) // both accepted, holding the slots
 
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: authTransport{&http.Transport{DisableKeepAlives: true}}}
 	start := time.Now()
 	var h healthJSON
 	code, _ := callWith(t, client, "GET", base(s)+"/healthz", "", &h)
@@ -111,7 +111,7 @@ func TestTailOutlivesTimeouts(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", b+"/v1/threads/th/events", nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := authClient.Do(req)
 	if err != nil {
 		t.Fatalf("tail: %v", err)
 	}

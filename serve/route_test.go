@@ -14,7 +14,7 @@ import (
 // refused with 400 naming the field, not streamed.
 func TestTailBadThread(t *testing.T) {
 	s := start(t, Config{})
-	client := &http.Client{Timeout: 10 * time.Second} // a stream would never end
+	client := &http.Client{Timeout: 10 * time.Second, Transport: authTransport{http.DefaultTransport}} // a stream would never end
 	resp, err := client.Get(base(s) + "/v1/threads/" + strings.Repeat("a", 257) + "/events")
 	if err != nil {
 		t.Fatalf("GET events: %v", err)

@@ -40,6 +40,9 @@ func start(t testing.TB, cfg Config) *Server {
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
+	if s.HTTPAddr() != "" && !s.cfg.InsecureNoAuth {
+		testTokens.Store(s.HTTPAddr(), s.cfg.HTTPToken)
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -77,6 +80,16 @@ func callWith(t testing.TB, c *http.Client, method, u, body string, out any) (in
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	return callReq(t, c, req, out)
+}
+
+// callReq sends req through c, with the write token of its server unless
+// it has an Authorization header, and decodes the JSON answer into out
+// (when not nil).
+func callReq(t testing.TB, c *http.Client, req *http.Request, out any) (int, http.Header) {
+	t.Helper()
+	authorize(req)
+	method, u := req.Method, req.URL.String()
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, u, err)
@@ -411,7 +424,7 @@ func TestTail(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", b+"/v1/threads/th/events", nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := authClient.Do(req)
 	if err != nil {
 		t.Fatalf("tail: %v", err)
 	}
@@ -446,7 +459,7 @@ func TestTail(t *testing.T) {
 	// A reconnecting client resumes after its Last-Event-ID.
 	req2, _ := http.NewRequestWithContext(ctx, "GET", b+"/v1/threads/th/events", nil)
 	req2.Header.Set("Last-Event-ID", "0")
-	resp2, err := http.DefaultClient.Do(req2)
+	resp2, err := authClient.Do(req2)
 	if err != nil {
 		t.Fatalf("tail: %v", err)
 	}
@@ -499,7 +512,7 @@ func TestMetrics(t *testing.T) {
 		call(t, "POST", b+"/v1/records", emitBody("m", "DO", "agent.step", fmt.Sprintf(`{"i":%d}`, i)), nil)
 	}
 	call(t, "POST", b+"/v1/records", `nope`, nil)
-	resp, err := http.Get(b + "/metrics")
+	resp, err := authClient.Get(b + "/metrics")
 	if err != nil {
 		t.Fatalf("metrics: %v", err)
 	}
@@ -543,7 +556,7 @@ func TestShutdownKeepsAcknowledged(t *testing.T) {
 					return
 				default:
 				}
-				resp, err := http.Post(b+"/v1/records", "application/json",
+				resp, err := authClient.Post(b+"/v1/records", "application/json",
 					strings.NewReader(emitBody(fmt.Sprintf("w%d", w), "DO", "agent.step", fmt.Sprintf(`{"i":%d}`, i))))
 				if err != nil {
 					return // the listener is closed
@@ -604,7 +617,7 @@ func TestClients(t *testing.T) {
 	s := start(t, Config{Dir: dir})
 	ctx := context.Background()
 
-	c, err := sdk.Connect(ctx, s.NATSURL(), sdk.WithActor(actor))
+	c, err := sdk.Connect(ctx, s.NATSURL(), sdk.WithActor(actor), sdk.WithNATSOptions(nats.Token(s.cfg.Token)))
 	if err != nil {
 		t.Fatalf("sdk.Connect: %v", err)
 	}

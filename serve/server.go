@@ -17,9 +17,10 @@
 // position, drains the log's writer, and only then stops the NATS server.
 //
 // The server takes the data directory's lock, so no embedded spl process
-// runs a second server on the same store. When its NATS listener needs no
-// authentication it also publishes its address in the directory, the way
-// the embedded log does, so that spl commands run on the same directory
+// runs a second server on the same store. Unless configured otherwise its
+// NATS listener requires the directory's token (auth.go), as the embedded
+// server does, and it publishes its address in the directory the way the
+// embedded log does, so that spl commands run on the same directory
 // without --server join it.
 //
 // The HTTP API is documented in docs/http-api.yaml; clusters in
@@ -65,6 +66,9 @@ type Server struct {
 	own   []nats.Option // options of the in-process connection
 	ns    *server.Server
 	dir   *natsio.DirLock
+	// dirToken: the NATS listener requires the data directory's token
+	// (no credentials of the config's own), the one embedded clients send.
+	dirToken bool
 
 	c     atomic.Pointer[sdk.Client] // the service layer, once the log is open
 	ready chan struct{}
@@ -142,6 +146,10 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("spl/serve: %w", err)
 	}
 	s.dir = dl
+	if err := s.credentials(); err != nil { // see auth.go
+		s.dir.Release()
+		return fmt.Errorf("spl/serve: %w", err)
+	}
 	ns, err := natsio.StartServer(s.nopts, natsLogger{s.logger.With("component", "nats")})
 	if err != nil {
 		s.dir.Release()
@@ -149,7 +157,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.ns = ns
 	s.logger.Info("nats listening", "url", s.NATSURL(), "server_name", ns.Name(), "cluster", s.cfg.ClusterName)
-	if s.cfg.Token == "" && s.cfg.User == "" && len(s.cfg.NKeys) == 0 && s.cfg.NATSConfigFile == "" && s.cfg.TLSCert == "" {
+	if (s.cfg.InsecureNoAuth || s.dirToken) && s.cfg.NATSConfigFile == "" && s.cfg.TLSCert == "" {
 		if err := s.dir.Publish(ns.Addr().String()); err != nil {
 			s.logger.Warn("data directory: cannot publish the address for embedded clients", "err", err)
 		}
@@ -166,8 +174,14 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 		s.httpLn = ln
 		ln = newLimitListener(ln, s.cfg.HTTPMaxConns) // see limits.go
+		if ln, err = s.cfg.httpTLS(ln); err != nil {  // see auth.go
+			s.httpLn.Close()
+			s.bgCancel()
+			s.stopNATS()
+			return fmt.Errorf("spl/serve: %w", err)
+		}
 		s.httpSrv = &http.Server{
-			Handler:           streamDeadlines(s.routes(), s.cfg.HTTPWriteTimeout),
+			Handler:           streamDeadlines(s.authorize(s.routes()), s.cfg.HTTPWriteTimeout),
 			ReadHeaderTimeout: min(10*time.Second, s.cfg.HTTPReadTimeout),
 			ReadTimeout:       s.cfg.HTTPReadTimeout,
 			WriteTimeout:      s.cfg.HTTPWriteTimeout,
@@ -179,7 +193,7 @@ func (s *Server) Start(ctx context.Context) error {
 				s.logger.Error("http serve", "err", err)
 			}
 		}()
-		s.logger.Info("http listening", "addr", ln.Addr().String())
+		s.logger.Info("http listening", "addr", ln.Addr().String(), "tls", s.cfg.HTTPTLSCert != "", "auth", !s.cfg.InsecureNoAuth)
 	}
 	s.bgWG.Add(1)
 	go s.openLog()
@@ -197,6 +211,7 @@ func (s *Server) openLog() {
 		sdk.WithName("spl-serve"),
 		sdk.WithBatchObserver(s.m.observeBatch),
 		sdk.WithActor(""), // every request names its actor
+		sdk.WithMarkDir(s.cfg.Dir),
 	}
 	wait := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {
@@ -220,6 +235,8 @@ func (s *Server) openLog() {
 		}
 		wait = min(2*wait, 2*time.Second)
 	}
+	s.bgWG.Add(1)
+	go s.keepMark() // see mark.go
 	s.startProjectors()
 }
 

@@ -32,8 +32,8 @@ type addrInfo struct {
 // LockDir takes dir's lock without waiting. When another process holds it,
 // the error wraps ErrDirInUse and names that process when it can.
 func LockDir(dir string) (*DirLock, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data directory: %w", err)
+	if err := OpenDir(dir); err != nil {
+		return nil, err
 	}
 	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {

@@ -50,8 +50,8 @@ type embedded struct {
 }
 
 func newEmbedded(dir string, linger time.Duration) (*embedded, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data directory: %w", err)
+	if err := OpenDir(dir); err != nil {
+		return nil, err
 	}
 	token, err := loadToken(filepath.Join(dir, tokenFile))
 	if err != nil {

@@ -30,6 +30,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spl-dev/spl/env"
+	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
 )
@@ -113,6 +114,7 @@ type app struct {
 
 	server     string // --server: a NATS URL; empty for the embedded log
 	creds      string // --creds: NATS credentials file
+	tokenFile  string // --token-file: file holding the NATS token
 	nkeySeed   string // --nkey-seed: NATS nkey seed file
 	serverCA   string // --server-ca: CA of the server's TLS certificate
 	serverCert string // --server-cert, --server-key: client certificate
@@ -139,6 +141,11 @@ func (a *app) open(ctx context.Context) (*sdk.Client, error) {
 	if a.client != nil {
 		return a.client, nil
 	}
+	if a.server == "" {
+		// Read here, not as the flag's default, which --help would
+		// print with any token in it.
+		a.server = env.Server()
+	}
 	if a.server != "" {
 		opts, err := a.natsOptions()
 		if err != nil {
@@ -146,7 +153,7 @@ func (a *app) open(ctx context.Context) (*sdk.Client, error) {
 		}
 		c, err := sdk.Connect(ctx, a.server, sdk.WithNATSOptions(opts...))
 		if err != nil {
-			return nil, fmt.Errorf("connect to %s: %w", a.server, err)
+			return nil, fmt.Errorf("connect to %s: %w", natsio.Redact(a.server), err)
 		}
 		a.client = c
 		return c, nil
@@ -169,6 +176,16 @@ func (a *app) natsOptions() ([]nats.Option, error) {
 	if a.creds != "" {
 		opts = append(opts, nats.UserCredentials(a.creds))
 	}
+	switch {
+	case a.tokenFile != "":
+		tok, err := readTokenFile(a.tokenFile)
+		if err != nil {
+			return nil, usagef("--token-file: %v", err)
+		}
+		opts = append(opts, nats.Token(tok))
+	case env.Token() != "":
+		opts = append(opts, nats.Token(env.Token()))
+	}
 	if a.nkeySeed != "" {
 		o, err := nats.NkeyOptionFromSeed(a.nkeySeed)
 		if err != nil {
@@ -186,6 +203,22 @@ func (a *app) natsOptions() ([]nats.Option, error) {
 		opts = append(opts, nats.ClientCert(a.serverCert, a.serverKey))
 	}
 	return opts, nil
+}
+
+// readTokenFile reads a token from a file: its first line, without the
+// spaces around it. An empty one is refused: it would turn into no
+// authentication at all.
+func readTokenFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	tok := strings.TrimSpace(line)
+	if tok == "" {
+		return "", fmt.Errorf("%s holds no token", path)
+	}
+	return tok, nil
 }
 
 // close closes the client of this run, if one was opened.
@@ -270,6 +303,9 @@ Environment:
   SPL_HOME   data directory (default ~/.spl); --home overrides it
   SPL_SERVER NATS URL of an spl server (spl serve) to use instead of the
              embedded log; --server overrides it
+  SPL_TOKEN_FILE, SPL_TOKEN
+             the server's token, in a file or the variable (never on the
+             command line, where ps shows it); --token-file overrides them
   SPL_ACTOR  actor (a DID, e.g. did:sync:agent:dev) of the records you
              write; --actor overrides it
 
@@ -308,8 +344,9 @@ func newRootCommand(a *app) *cobra.Command {
 	f.StringVar(&a.home, "home", "", "data directory (default $SPL_HOME, else ~/.spl)")
 	f.BoolVar(&a.json, "json", false, "print machine-readable JSON on stdout")
 	f.DurationVar(&a.timeout, "timeout", DefaultTimeout, "give up on storage operations after this long")
-	f.StringVar(&a.server, "server", env.Server(), "NATS URL of an spl server (default $SPL_SERVER; none: the embedded log)")
+	f.StringVar(&a.server, "server", "", "NATS URL of an spl server (default $SPL_SERVER; none: the embedded log)")
 	f.StringVar(&a.creds, "creds", env.Creds(), "NATS credentials file for --server (default $SPL_CREDS)")
+	f.StringVar(&a.tokenFile, "token-file", env.TokenFile(), "file holding the NATS token for --server, e.g. spl serve's DIR/token (default $SPL_TOKEN_FILE; or the token in $SPL_TOKEN)")
 	f.StringVar(&a.nkeySeed, "nkey-seed", "", "NATS nkey seed file for --server")
 	f.StringVar(&a.serverCA, "server-ca", "", "CA of the server's TLS certificate (tls:// URLs)")
 	f.StringVar(&a.serverCert, "server-cert", "", "client TLS certificate for --server")

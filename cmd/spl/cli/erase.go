@@ -134,7 +134,11 @@ removed are bridged through the headers the erasure records keep.
 Reports the records checked, erased (explained by an erasure record),
 corrupt (id or digest mismatch) and missing (a gap in a chain, or a
 deleted message, that no erasure explains), listing each corrupt and
-missing one. Exits 0 only when nothing is corrupt or missing, else 4;
+missing one. The whole log is also held to the high-water mark its data
+directory keeps (the newest clock acknowledged, and the id at it): a
+stream behind it (purged, deleted and recreated, restored from an older
+copy) is reported as loss, with the clocks missing. Exits 0 only when
+nothing is corrupt, missing or lost, else 4;
 a THREAD with no records in the log exits 2 (not found).
 With --all and a terminal on stderr, shows progress there.`,
 		Args: cobra.MaximumNArgs(1),
@@ -181,6 +185,10 @@ With --all and a terminal on stderr, shows progress there.`,
 			if err != nil {
 				return fmt.Errorf("verify: %w", err)
 			}
+			if rep.Loss != nil {
+				return fmt.Errorf("verify: loss: clocks %d–%d missing, behind the high-water mark; %d corrupt, %d missing: %w",
+					rep.Loss.From, rep.Loss.To, len(rep.Corrupt), len(rep.Missing), errDamaged)
+			}
 			if !rep.OK() {
 				return fmt.Errorf("verify: %d corrupt, %d missing: %w", len(rep.Corrupt), len(rep.Missing), errDamaged)
 			}
@@ -213,6 +221,9 @@ func writeVerify(w io.Writer, rep sdk.VerifyReport) error {
 	fmt.Fprintf(&b, "erased   %d (explained by erasure records)\n", len(rep.Erased))
 	fmt.Fprintf(&b, "corrupt  %d\n", len(rep.Corrupt))
 	fmt.Fprintf(&b, "missing  %d\n", len(rep.Missing))
+	if l := rep.Loss; l != nil {
+		fmt.Fprintf(&b, "loss     clocks %d–%d missing: %s\n", l.From, l.To, l.Reason)
+	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}

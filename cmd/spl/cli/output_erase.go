@@ -62,6 +62,17 @@ type verifyJSON struct {
 	Erased  []erasedRef   `json:"erased"`
 	Corrupt []problemJSON `json:"corrupt"`
 	Missing []problemJSON `json:"missing"`
+	Loss    *lossJSON     `json:"loss,omitempty"`
+}
+
+// lossJSON is a log behind its high-water mark.
+type lossJSON struct {
+	From      uint64 `json:"from"`
+	To        uint64 `json:"to"`
+	MarkClock uint64 `json:"mark_clock"`
+	MarkID    string `json:"mark_id"`
+	LastClock uint64 `json:"last_clock"`
+	Reason    string `json:"reason"`
 }
 
 type erasedRef struct {
@@ -102,6 +113,9 @@ func newEraseJSON(thread string, res sdk.EraseResult) eraseJSON {
 func newVerifyJSON(rep sdk.VerifyReport) verifyJSON {
 	j := verifyJSON{OK: rep.OK(), Threads: rep.Threads, Checked: rep.Checked,
 		Erased: []erasedRef{}, Corrupt: []problemJSON{}, Missing: []problemJSON{}}
+	if l := rep.Loss; l != nil {
+		j.Loss = &lossJSON{From: l.From, To: l.To, MarkClock: l.Mark.Clock, MarkID: l.Mark.ID, LastClock: l.LastClock, Reason: l.Reason}
+	}
 	for _, e := range rep.Erased {
 		j.Erased = append(j.Erased, erasedRef{ID: e.ID.String(), Clock: e.Clock, Thread: e.Thread, ErasedBy: e.ErasedBy.String(), Reason: e.Reason})
 	}

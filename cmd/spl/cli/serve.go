@@ -18,6 +18,7 @@ import (
 func newServeCommand(a *app) *cobra.Command {
 	var cfg serve.Config
 	var logFormat, logLevel string
+	var tokenFile, httpTokenFile, httpReadTokenFile string
 	cmd := &cobra.Command{
 		Use:   "serve [flags]",
 		Short: "Run the log as a server: NATS for clients, an HTTP API, metrics",
@@ -28,9 +29,20 @@ JetStream (every append fsynced before its ack) listening for spl clients
 and checkpoint index) as records land, so that reads of them do not wait
 to catch up. Listens on loopback unless
 --allow-remote. With --cluster-name it is one node of a cluster
-(docs/cluster.md). SIGINT or SIGTERM shuts it down gracefully.`,
+(docs/cluster.md). SIGINT or SIGTERM shuts it down gracefully.
+
+Clients authenticate by default. On its first start spl serve creates
+DIR/token (NATS clients, and HTTP clients that write) and DIR/read-token
+(HTTP clients that only read), mode 0600, and logs where they are and how
+to use them; --token-file, --http-token-file and --http-read-token-file
+(or --user, --nkey, --nats-config) set credentials of your own. Pass
+secrets in files or the environment: --token and --password are visible
+to every user in ps. --insecure-no-auth turns authentication off, for a
+trusted test network only.`,
 		Example: `  spl serve
-  spl serve --listen 0.0.0.0:4222 --allow-remote --token "$TOKEN"
+  spl --server nats://127.0.0.1:4222 --token-file ~/.spl/token session list
+  curl -H "Authorization: Bearer $(cat ~/.spl/read-token)" 127.0.0.1:7475/v1/threads
+  spl serve --listen 0.0.0.0:4222 --allow-remote --token-file /etc/spl/token --tls-cert cert.pem --tls-key key.pem
   spl serve --name n1 --cluster-name spl --cluster 127.0.0.1:6222 --routes nats://127.0.0.1:6223,nats://127.0.0.1:6224`,
 		Args: cobra.NoArgs,
 		RunE: run(func(cmd *cobra.Command, args []string) error {
@@ -39,6 +51,27 @@ to catch up. Listens on loopback unless
 				return err
 			}
 			cfg.Dir = dir
+			// Secrets from the environment are read here, not as flag
+			// defaults, which --help would print.
+			if cfg.Token == "" && tokenFile == "" {
+				cfg.Token = env.ServeToken()
+			}
+			if cfg.Password == "" {
+				cfg.Password = env.ServePassword()
+			}
+			for _, tf := range []struct {
+				flag, file string
+				to         *string
+			}{{"--token-file", tokenFile, &cfg.Token}, {"--http-token-file", httpTokenFile, &cfg.HTTPToken}, {"--http-read-token-file", httpReadTokenFile, &cfg.HTTPReadToken}} {
+				if tf.file == "" {
+					continue
+				}
+				tok, err := readTokenFile(tf.file)
+				if err != nil {
+					return usagef("serve: %s: %v", tf.flag, err)
+				}
+				*tf.to = tok
+			}
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return usagef("serve: --log-level: must be debug, info, warn or error, got %q", logLevel)
@@ -83,9 +116,16 @@ to catch up. Listens on loopback unless
 	f.StringSliceVar(&cfg.Routes, "routes", nil, "route URLs of the other nodes (nats://host:port, comma-separated)")
 	f.IntVar(&cfg.Replicas, "replicas", 0, "replicas of the stream when it is created (default 1, 3 in a cluster)")
 	f.StringVar(&cfg.NATSConfigFile, "nats-config", "", "nats-server configuration file (accounts, TLS, ...), applied before the flags")
-	f.StringVar(&cfg.Token, "token", env.ServeToken(), "require this token from clients (default $SPL_SERVE_TOKEN)")
+	f.StringVar(&cfg.Token, "token", "", "require this token from NATS clients (default $SPL_SERVE_TOKEN; visible in ps: prefer --token-file or the variable)")
+	f.StringVar(&tokenFile, "token-file", "", "require the token in this file from NATS clients (default: DIR/token, created on first start)")
+	f.StringVar(&httpTokenFile, "http-token-file", "", "bearer token in this file for HTTP clients that write (default: the NATS token file)")
+	f.StringVar(&httpReadTokenFile, "http-read-token-file", "", "bearer token in this file for HTTP clients that only read (default: DIR/read-token)")
+	f.BoolVar(&cfg.InsecureNoAuth, "insecure-no-auth", false, "no authentication at all, NATS and HTTP: a trusted test network only")
+	f.StringVar(&cfg.HTTPTLSCert, "http-tls-cert", "", "TLS certificate of the HTTP API")
+	f.StringVar(&cfg.HTTPTLSKey, "http-tls-key", "", "TLS key of the HTTP API")
+	f.StringVar(&cfg.HTTPClientCA, "http-client-ca", "", "CA of HTTP client certificates, which then authenticate (write right)")
 	f.StringVar(&cfg.User, "user", "", "require this user from clients (with --password)")
-	f.StringVar(&cfg.Password, "password", env.ServePassword(), "password of --user (default $SPL_SERVE_PASSWORD)")
+	f.StringVar(&cfg.Password, "password", "", "password of --user (default $SPL_SERVE_PASSWORD; visible in ps: prefer the variable)")
 	f.StringSliceVar(&cfg.NKeys, "nkey", nil, "public user nkey allowed to connect (repeatable)")
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate of the NATS listener")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "TLS key of the NATS listener")
@@ -112,6 +152,8 @@ var serveFlags = map[string]string{
 	"TLSVerify": "--tls-verify", "ShutdownTimeout": "--shutdown-timeout",
 	"HTTPReadTimeout": "--http-read-timeout", "HTTPWriteTimeout": "--http-write-timeout",
 	"HTTPIdleTimeout": "--http-idle-timeout", "HTTPMaxConns": "--http-max-conns",
+	"InsecureNoAuth": "--insecure-no-auth", "HTTPToken": "--http-token-file", "HTTPReadToken": "--http-read-token-file",
+	"HTTPTLSCert": "--http-tls-cert", "HTTPTLSKey": "--http-tls-key", "HTTPClientCA": "--http-client-ca",
 }
 
 // serveFlag is the flag of a serve.ConfigError's field: "--routes" for

@@ -32,8 +32,18 @@ func main() {
 	flag.StringVar(&routes, "routes", "", "comma-separated route URLs")
 	flag.IntVar(&cfg.Replicas, "replicas", 0, "stream replicas")
 	flag.DurationVar(&cfg.Timeout, "timeout", 0, "log request timeout")
+	flag.BoolVar(&cfg.InsecureNoAuth, "insecure-no-auth", false, "no authentication")
+	tokenFile := flag.String("token-file", "", "NATS token (and HTTP write token) in this file; default: the directory's")
 	projectors := flag.Bool("projections", false, "run the index projection, as spl serve does")
 	flag.Parse()
+	if *tokenFile != "" {
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "testserver:", err)
+			os.Exit(1)
+		}
+		cfg.Token = strings.TrimSpace(string(b))
+	}
 	if routes != "" {
 		cfg.Routes = strings.Split(routes, ",")
 	}

@@ -1,0 +1,146 @@
+package log
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func readMarkFile(t *testing.T, dir string) Mark {
+	t.Helper()
+	var m Mark
+	b, err := os.ReadFile(filepath.Join(dir, MarkFile))
+	if err != nil {
+		t.Fatalf("mark: %v", err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("mark: %v", err)
+	}
+	return m
+}
+
+// A deleted stream, recreated empty, is loss; appends to the new stream
+// do not raise the mark past it; a purge is loss; an edited mark is
+// reported.
+func TestMarkReportsLoss(t *testing.T) {
+	dir := t.TempDir()
+	ctx := ctxT(t)
+	l := openTest(t, dir)
+	var last Entry
+	for i := range 3 {
+		e, err := l.Append(ctx, newRec(t, "th_mark", "agent.step", map[string]any{"i": i}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = e
+	}
+	if loss, err := l.CheckMark(ctx); loss != nil || err != nil {
+		t.Fatalf("CheckMark on a whole log: %v, %v", loss, err)
+	}
+	l.Close()
+	if m := readMarkFile(t, dir); m.Clock != 3 || m.ID != last.ID.String() {
+		t.Fatalf("mark after Close = %+v, want clock 3 id %s", m, last.ID)
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, MarkKeyFile)); fi == nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mark key: %v, want mode 0600", fi)
+	}
+
+	// Deleted behind the log's back, recreated empty by the next open.
+	l = openTest(t, dir)
+	if err := l.c.JS.DeleteStream(ctx, l.StreamName()); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	l = openTest(t, dir)
+	loss, err := l.CheckMark(ctx)
+	if err != nil || loss == nil || loss.From != 1 || loss.To != 3 || !strings.Contains(loss.Reason, "behind") {
+		t.Fatalf("CheckMark on a recreated stream: %+v, %v; want loss of clocks 1–3", loss, err)
+	}
+	rep, err := l.VerifyAll(ctx, nil)
+	if err != nil || rep.OK() || rep.Loss == nil {
+		t.Fatalf("VerifyAll on a recreated stream: ok=%v loss=%v err=%v; want the loss", rep.OK(), rep.Loss, err)
+	}
+	// New records past the old mark's clock do not hide it.
+	for i := range 4 {
+		if _, err := l.Append(ctx, newRec(t, "th_new", "agent.step", map[string]any{"i": i})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	if m := readMarkFile(t, dir); m.Clock != 3 || m.ID != last.ID.String() {
+		t.Fatalf("mark after appends to the recreated stream = %+v, want it kept at clock 3", m)
+	}
+	l = openTest(t, dir)
+	if loss, _ := l.CheckMark(ctx); loss == nil || !strings.Contains(loss.Reason, "replaced") {
+		t.Fatalf("CheckMark with another record at the mark: %+v, want loss (replaced)", loss)
+	}
+	l.Close()
+
+	// A purge.
+	dir2 := t.TempDir()
+	l = openTest(t, dir2)
+	if _, err := l.Append(ctx, newRec(t, "th_p", "agent.step", map[string]any{"i": 1})); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.MarkNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := l.c.JS.Stream(ctx, l.StreamName())
+	if err := s.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if loss, _ := l.CheckMark(ctx); loss == nil || !strings.Contains(loss.Reason, "purged") {
+		t.Fatalf("CheckMark after a purge: %+v, want loss (purged)", loss)
+	}
+
+	// An edited mark does not verify.
+	m := readMarkFile(t, dir2)
+	m.Clock = 0
+	b, _ := json.Marshal(m)
+	if err := os.WriteFile(filepath.Join(dir2, MarkFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if loss, _ := l.CheckMark(ctx); loss == nil || !strings.Contains(loss.Reason, "does not verify") {
+		t.Fatalf("CheckMark with an edited mark: %+v, want it reported", loss)
+	}
+}
+
+// BenchmarkAppendMark measures what the high-water mark costs appends:
+// 64 goroutines appending to 64 threads of an embedded log, with the mark
+// (written at most every DefaultMarkEvery) and without it.
+func BenchmarkAppendMark(b *testing.B) {
+	for _, c := range []struct {
+		name   string
+		noMark bool
+	}{{"nomark", true}, {"mark", false}} {
+		b.Run(c.name, func(b *testing.B) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			l, err := Open(ctx, Options{Dir: b.TempDir(), Linger: time.Millisecond, NoMark: c.noMark})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			var n atomic.Int64
+			b.SetParallelism(32) // 64 goroutines on 2 cores
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				thread := fmt.Sprintf("th_%d", n.Add(1))
+				for pb.Next() {
+					if _, err := l.Append(ctx, newRec(b, thread, "agent.step", map[string]any{"x": "y"})); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
+		})
+	}
+}
