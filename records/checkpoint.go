@@ -31,8 +31,8 @@ type Checkpoint struct {
 	// given, never turned into a list (decoding and encoding again gives
 	// the same bytes).
 	NextStepsText bool
-	SessionID string   // "session_id": absent when empty
-	Name      string   // "name": absent when empty
+	SessionID     string // "session_id": absent when empty
+	Name          string // "name": absent when empty
 	// Lineage (records/lineage.go); every one absent when zero.
 	Parent     ID             // "parent": the previous checkpoint of its branch, as id text
 	State      map[string]any // "state": structured state, a map with text keys
