@@ -76,6 +76,9 @@ func (s *Server) handleRecord(w http.ResponseWriter, r *http.Request) {
 	}
 	if !acceptsCBOR(r) {
 		j, err := newRecordJSON(rec)
+		if err == nil {
+			err = addEnvelope(&j, rec, wantEnvelope(r))
+		}
 		if err != nil {
 			s.fail(w, r, err)
 			return

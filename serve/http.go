@@ -380,6 +380,7 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 		opts = append(opts, sdk.OfAct(act))
 	}
 	resp := queryResponse{Thread: thread, Records: []wire.Record{}, Corrupt: []wire.Corrupt{}}
+	env := wantEnvelope(r)
 	add := func(e sdk.Record, err error) error {
 		if err != nil {
 			var ce *sdk.CorruptError
@@ -391,6 +392,9 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		j, err := newRecordJSON(e)
+		if err == nil {
+			err = addEnvelope(&j, e, env)
+		}
 		if err != nil {
 			return err
 		}
@@ -482,6 +486,9 @@ func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	j, err := newCheckpointJSON(e)
+	if err == nil {
+		err = addEnvelope(&j.Record, e, wantEnvelope(r))
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
