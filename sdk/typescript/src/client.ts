@@ -2,6 +2,7 @@
 // of spl: every request goes to the server, which applies them once (the
 // Go service layer). What it adds is the reader's check: every record it
 // returns has been verified against its stored bytes (id and body digest).
+import { Agent, request as httpRequest } from "node:http";
 import { errorOf, SplError } from "./errors.js";
 import { localURL } from "./local.js";
 import { CorruptRecordError, verifyEnvelope, type Header } from "./verify.js";
@@ -130,6 +131,7 @@ export class Client {
   private waiters: (() => void)[] = [];
   private pending = new Set<Promise<unknown>>();
   private failures: unknown[] = [];
+  private readonly agent = new Agent({ keepAlive: true, maxSockets: Infinity });
 
   constructor(url: string, opts: { token?: string; actor?: string; maxInFlight?: number } = {}) {
     this.url = url.replace(/\/+$/, "");
@@ -157,17 +159,27 @@ export class Client {
       const s = q.toString();
       if (s) u += "?" + s;
     }
-    const init: RequestInit = { method, headers: this.headers(body !== undefined ? { "content-type": "application/json" } : {}) };
-    if (body !== undefined) init.body = JSON.stringify(body);
-    const r = await fetch(u, init);
-    const text = await r.text();
+    const data = body !== undefined ? Buffer.from(JSON.stringify(body)) : undefined;
+    const headers = this.headers(data ? { "content-type": "application/json", "content-length": String(data.length) } : {});
+    // node:http with a keep-alive agent: about half the per-request cost
+    // of fetch here (bench/results).
+    const [status, text] = await new Promise<[number, string]>((resolve, reject) => {
+      const req = httpRequest(u, { method, headers, agent: this.agent }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => resolve([res.statusCode ?? 0, Buffer.concat(chunks).toString("utf8")]));
+        res.on("error", reject);
+      });
+      req.on("error", reject);
+      req.end(data);
+    });
     let j: any;
     try {
       j = text ? JSON.parse(text) : undefined;
     } catch {
       j = { error: text };
     }
-    if (!r.ok) throw errorOf(r.status, j);
+    if (status >= 400) throw errorOf(status, j);
     return j as T;
   }
 
@@ -405,7 +417,11 @@ export class Client {
 
   /** close flushes what is queued. */
   async close(): Promise<void> {
-    await this.flush();
+    try {
+      await this.flush();
+    } finally {
+      this.agent.destroy();
+    }
   }
 }
 
