@@ -14,6 +14,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/x448/float16 v0.8.4
 	github.com/zeebo/blake3 v0.2.4
+	go.yaml.in/yaml/v2 v2.4.4
 )
 
 require (

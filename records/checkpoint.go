@@ -25,8 +25,14 @@ type Checkpoint struct {
 	Summary   string   // "summary": non-empty, at most 8 KiB (8192 bytes)
 	Learnings []string // "learnings": at least one, each non-empty; absent when nil
 	NextSteps []string // "next_steps": may be empty; absent when nil
-	SessionID string   // "session_id": absent when empty
-	Name      string   // "name": absent when empty
+	// NextStepsText says that "next_steps" is one text string rather than
+	// an array (as the session-checkpoints page writes it): NextSteps then
+	// holds that string as its one item, and the body keeps the string as
+	// given, never turned into a list (decoding and encoding again gives
+	// the same bytes).
+	NextStepsText bool
+	SessionID     string // "session_id": absent when empty
+	Name          string // "name": absent when empty
 	// Lineage (records/lineage.go); every one absent when zero.
 	Parent     ID             // "parent": the previous checkpoint of its branch, as id text
 	State      map[string]any // "state": structured state, a map with text keys
@@ -75,7 +81,9 @@ func (c Checkpoint) marshalMap() ([]byte, error) {
 	if c.Learnings != nil {
 		m[keyLearnings] = c.Learnings
 	}
-	if c.NextSteps != nil {
+	if c.NextStepsText && len(c.NextSteps) == 1 {
+		m[keyNextSteps] = c.NextSteps[0]
+	} else if c.NextSteps != nil {
 		m[keyNextSteps] = c.NextSteps
 	}
 	if c.SessionID != "" {
@@ -144,7 +152,9 @@ func (c Checkpoint) appendCBOR(b []byte) []byte {
 	if c.Learnings != nil {
 		b = appendTexts(appendText(b, keyLearnings), c.Learnings)
 	}
-	if c.NextSteps != nil {
+	if c.NextStepsText && len(c.NextSteps) == 1 {
+		b = appendText(appendText(b, keyNextSteps), c.NextSteps[0])
+	} else if c.NextSteps != nil {
 		b = appendTexts(appendText(b, keyNextSteps), c.NextSteps)
 	}
 	if c.SessionID != "" {
@@ -226,6 +236,10 @@ func decodeCheckpointGeneric(body []byte) (*Checkpoint, error) {
 			}
 			*c.textField(k) = s
 		case keyLearnings, keyNextSteps:
+			if s, ok := v.(string); ok && k == keyNextSteps {
+				c.NextSteps, c.NextStepsText = []string{s}, true
+				continue
+			}
 			list, err := stringList("body."+k, v)
 			if err != nil {
 				return nil, fmt.Errorf("decode checkpoint: %w", err)
@@ -282,6 +296,11 @@ func decodeCheckpointDirect(body []byte) (*Checkpoint, bool) {
 			*c.textField(k) = v
 		case keyLearnings, keyNextSteps:
 			major, n, hl, _ := scanHead(body[off:])
+			if major == majorText && k == keyNextSteps {
+				v, _ := text()
+				c.NextSteps, c.NextStepsText = []string{v}, true
+				continue
+			}
 			if major != majorArray {
 				return nil, false
 			}
@@ -327,6 +346,28 @@ func (c *Checkpoint) listField(k string) *[]string {
 	return &c.NextSteps
 }
 
+// checkHeader checks the keys of a checkpoint body that repeat its
+// record's header (the session-checkpoints page writes them in the body):
+// "thread" and "actor", when given, must be text equal to the header's;
+// "session_id" is the checkpoint's own field. A mismatch is refused
+// naming the field, so a body never says something its header does not.
+func (c *Checkpoint) checkHeader(h Header) error {
+	for _, f := range []struct{ key, want string }{{"thread", h.Thread}, {"actor", h.Actor}} {
+		v, ok := c.Extra[f.key]
+		if !ok {
+			continue
+		}
+		s, ok := v.(string)
+		if !ok {
+			return fieldErrorf("body."+f.key, "must be a text string equal to the header's %s, got %s", f.key, goCBORType(v))
+		}
+		if s != f.want {
+			return fieldErrorf("body."+f.key, "must equal the record's %s %s when given, got %s", f.key, quote(f.want), quote(s))
+		}
+	}
+	return nil
+}
+
 // stringList converts a generic array of text strings.
 func stringList(field string, v any) ([]string, error) {
 	a, ok := v.([]any)
@@ -361,6 +402,8 @@ func (c *Checkpoint) Validate() error {
 		return fieldErrorf("body.summary", "must be at most %d bytes, got %d", maxSummaryLen, len(c.Summary))
 	case len(c.Learnings) == 0:
 		return fieldErrorf("body.learnings", "must have at least one entry")
+	case c.NextStepsText && len(c.NextSteps) != 1:
+		return fieldErrorf("body.next_steps", "is one text string (NextStepsText), so NextSteps must hold exactly one item, got %d", len(c.NextSteps))
 	}
 	for i, l := range c.Learnings {
 		if l == "" {

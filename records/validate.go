@@ -47,7 +47,9 @@ var requiredAct = map[string]string{
 //   - an erasure never names an erasure record ("body.targets[i]"):
 //     erasures stay as the audit trail;
 //   - a retention policy of scope [ScopeAll] is on [RetentionThread], and
-//     one of scope [ScopeThread] is not ("body.scope").
+//     one of scope [ScopeThread] is not ("body.scope");
+//   - a checkpoint body's "thread" and "actor", when given, equal the
+//     header's ("body.thread", "body.actor").
 //
 // Validate is the rule for writing; reading checks the body digest and the
 // id instead ([Record.Verify]), so a record stored under older rules stays
@@ -65,6 +67,11 @@ func (r *Record) Validate() error {
 	body, err := validBody(r.Header.Kind, r.Body)
 	if err != nil {
 		return err
+	}
+	if cp, ok := body.(*Checkpoint); ok {
+		if err := cp.checkHeader(r.Header); err != nil {
+			return err
+		}
 	}
 	return onThread(r.Header.Thread, body)
 }

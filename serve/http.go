@@ -44,6 +44,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/threads/{thread}/fork", s.handleFork)
 	mux.HandleFunc("POST /v1/threads/{thread}/prune", s.handlePrune)
 	s.runRoutes(mux)
+	s.adminRoutes(mux)
 	mux.HandleFunc("GET /healthz", s.handleHealth)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
 	return s.instrument(jsonMux{mux})
@@ -379,6 +380,7 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 		opts = append(opts, sdk.OfAct(act))
 	}
 	resp := queryResponse{Thread: thread, Records: []wire.Record{}, Corrupt: []wire.Corrupt{}}
+	env := wantEnvelope(r)
 	add := func(e sdk.Record, err error) error {
 		if err != nil {
 			var ce *sdk.CorruptError
@@ -390,6 +392,9 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		j, err := newRecordJSON(e)
+		if err == nil {
+			err = addEnvelope(&j, e, env)
+		}
 		if err != nil {
 			return err
 		}
@@ -481,6 +486,9 @@ func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	j, err := newCheckpointJSON(e)
+	if err == nil {
+		err = addEnvelope(&j.Record, e, wantEnvelope(r))
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -81,6 +81,9 @@ func (s *Server) handleCheckpoints(w http.ResponseWriter, r *http.Request) {
 	resp := checkpointsResponse{Thread: thread, Checkpoints: []wire.CheckpointListing{}}
 	for _, cp := range cps {
 		j, err := cp.Listing()
+		if err == nil {
+			err = addEnvelope(&j.Record, cp.Record, wantEnvelope(r))
+		}
 		if err != nil {
 			s.fail(w, r, err)
 			return

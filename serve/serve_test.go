@@ -705,7 +705,9 @@ func TestAPIDocumented(t *testing.T) {
 	routes := []string{"/v1/records", "/v1/threads", "/v1/threads/{thread}/records", "/v1/threads/{thread}/checkpoint", "/v1/threads/{thread}/events",
 		"/v1/threads/{thread}/checkpoints", "/v1/threads/{thread}/lineage", "/v1/threads/{thread}/diff",
 		"/v1/threads/{thread}/fork", "/v1/threads/{thread}/pause", "/v1/threads/{thread}/resume", "/v1/sessions",
-		"/v1/threads/{thread}/prune", "/v1/runs", "/v1/runs/{run}", "/healthz", "/metrics"}
+		"/v1/threads/{thread}/prune", "/v1/runs", "/v1/runs/{run}",
+		"/v1/records/{id}", "/v1/threads/{thread}/erase", "/v1/threads/{thread}/pins", "/v1/retention", "/v1/checkpoints/latest",
+		"/healthz", "/metrics"}
 	if got, want := strings.Join(documented, " "), strings.Join(routes, " "); got != want {
 		t.Fatalf("documented paths=%s, want %s", got, want)
 	}

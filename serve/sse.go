@@ -83,6 +83,7 @@ func (s *Server) handleTail(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
+	env := wantEnvelope(r)
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -108,7 +109,7 @@ func (s *Server) handleTail(w http.ResponseWriter, r *http.Request) {
 		case <-beat.C:
 			buf.WriteString(": heartbeat\n\n")
 		case m := <-msgs:
-			if err := s.tailEvent(&buf, m.rec, m.err); err != nil {
+			if err := s.tailEvent(&buf, m.rec, m.err, env); err != nil {
 				s.logger.Warn("tail: event", "thread", thread, "err", err)
 				return
 			}
@@ -124,7 +125,7 @@ func (s *Server) handleTail(w http.ResponseWriter, r *http.Request) {
 
 // tailEvent writes the event of one followed record to buf: the record,
 // or a message that failed verification.
-func (s *Server) tailEvent(buf *bytes.Buffer, rec sdk.Record, err error) error {
+func (s *Server) tailEvent(buf *bytes.Buffer, rec sdk.Record, err error, env bool) error {
 	clock := rec.Clock
 	var event string
 	var v any
@@ -138,6 +139,9 @@ func (s *Server) tailEvent(buf *bytes.Buffer, rec sdk.Record, err error) error {
 		return err
 	default:
 		j, err := newRecordJSON(rec)
+		if err == nil {
+			err = addEnvelope(&j, rec, env)
+		}
 		if err != nil {
 			return err
 		}

@@ -57,6 +57,11 @@ type Record struct {
 	TS     int64           `json:"ts"`   // Unix milliseconds
 	Prev   *string         `json:"prev"` // null on the first record of a thread
 	Body   json.RawMessage `json:"body"`
+	// Envelope is the record's stored bytes (the canonical CBOR envelope,
+	// base64 in JSON), from which a reader checks the id and the body
+	// digest itself; only when asked for (HTTP: ?envelope=true), absent
+	// otherwise.
+	Envelope []byte `json:"envelope,omitempty"`
 }
 
 // NewRecord returns the JSON form of r, stored at clock with id.

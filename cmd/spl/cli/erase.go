@@ -275,6 +275,7 @@ func newRecordCommand(a *app) *cobra.Command {
 
 func newRecordShowCommand(a *app) *cobra.Command {
 	var thread string
+	var raw bool
 	cmd := &cobra.Command{
 		Use:   "show ID [--thread THREAD]",
 		Short: "Show one record and whether it verifies",
@@ -285,6 +286,11 @@ is checked, so a forged copy beside the original is reported.
 Without --thread the whole log is searched, which takes time in proportion
 to its size. With --thread, an id that an erasure removed shows who erased
 it, when and why.
+
+With --raw it prints the record's stored bytes instead, the canonical CBOR
+envelope {"b": body, "h": header, "s": salt} from which anyone can
+recompute its id and body digest (GET /v1/records/{id} with Accept:
+application/cbor answers the same bytes); only a record that verifies.
 
 Exits 0 for a record that verifies or was erased, 2 when no record has the
 id, 4 when a message claiming it does not verify (printed as stored).`,
@@ -315,10 +321,19 @@ id, 4 when a message claiming it does not verify (printed as stored).`,
 			case err != nil:
 				return fmt.Errorf("record show: %w", err)
 			}
+			if raw {
+				data, err := r.Record.Marshal()
+				if err != nil {
+					return fmt.Errorf("record show: %w", err)
+				}
+				_, err = cmd.OutOrStdout().Write(data)
+				return err
+			}
 			return a.writeShown(cmd, r, nil, nil)
 		}),
 	}
 	cmd.Flags().StringVar(&thread, "thread", "", "thread of the record (faster; shows erased records)")
+	cmd.Flags().BoolVar(&raw, "raw", false, "print the record's stored bytes (canonical CBOR) instead")
 	return cmd
 }
 

@@ -41,18 +41,10 @@ type shownJSON struct {
 }
 
 // receiptRef is a record's id and clock.
-type receiptRef struct {
-	ID    string `json:"id"`
-	Clock uint64 `json:"clock"`
-}
+type receiptRef = wire.Receipt
 
 // eraseJSON is what "erase --json" prints.
-type eraseJSON struct {
-	Thread   string       `json:"thread"`
-	Erased   []string     `json:"erased"`
-	Already  []string     `json:"already"`
-	Erasures []receiptRef `json:"erasures"`
-}
+type eraseJSON = wire.Erase
 
 // verifyJSON is what "verify --json" prints.
 type verifyJSON struct {
@@ -107,7 +99,7 @@ func receiptRefs(rs []sdk.Receipt) []receiptRef {
 }
 
 func newEraseJSON(thread string, res sdk.EraseResult) eraseJSON {
-	return eraseJSON{Thread: thread, Erased: idStrings(res.Erased), Already: idStrings(res.Already), Erasures: receiptRefs(res.Erasures)}
+	return res.Wire(thread)
 }
 
 func newVerifyJSON(rep sdk.VerifyReport) verifyJSON {

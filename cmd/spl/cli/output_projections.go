@@ -55,24 +55,10 @@ func writeThreadTable(w io.Writer, ts []sdk.ThreadInfo) error {
 
 // latestJSON is an element of "session list --json" without --thread: the
 // latest checkpoint of a thread, as the checkpoint index holds it.
-type latestJSON struct {
-	Thread    string `json:"thread"`
-	ID        string `json:"id"`
-	Clock     uint64 `json:"clock"`
-	Time      string `json:"time"` // wire.TimeLayout, UTC
-	TS        int64  `json:"ts"`   // Unix milliseconds
-	Actor     string `json:"actor"`
-	Name      string `json:"name"`
-	SessionID string `json:"session_id"`
-	Summary   string `json:"summary"`
-}
+type latestJSON = wire.LatestCheckpoint
 
 func newLatestJSON(c sdk.CheckpointInfo) latestJSON {
-	return latestJSON{
-		Thread: c.Thread, ID: c.ID.String(), Clock: c.Clock,
-		Time: wire.FormatTime(c.Time), TS: c.Time.UnixMilli(),
-		Actor: c.Actor, Name: c.Name, SessionID: c.SessionID, Summary: c.Summary,
-	}
+	return c.Wire()
 }
 
 // writeLatestTable writes the table of "session list" across threads.

@@ -197,27 +197,10 @@ func formatAge(d time.Duration) string {
 }
 
 // policyJSON is the --json form of a retention policy.
-type policyJSON struct {
-	Scope    string `json:"scope"`  // "all" or "thread"
-	Thread   string `json:"thread"` // "" for scope all
-	KeepLast int    `json:"keep_last"`
-	MaxAgeMS int64  `json:"max_age_ms"` // 0: no age limit
-	ID       string `json:"id,omitempty"`
-	Clock    uint64 `json:"clock,omitempty"`
-	Actor    string `json:"actor,omitempty"`
-	Time     string `json:"time,omitempty"`
-}
+type policyJSON = wire.RetentionPolicy
 
 func newPolicyJSON(p sdk.RetentionPolicy) policyJSON {
-	j := policyJSON{Scope: p.Scope(), Thread: p.Thread, KeepLast: p.KeepLast, MaxAgeMS: p.MaxAge.Milliseconds(),
-		Actor: p.Actor, Clock: p.Clock}
-	if !p.ID.IsZero() {
-		j.ID = p.ID.String()
-	}
-	if !p.Time.IsZero() {
-		j.Time = wire.FormatTime(p.Time)
-	}
-	return j
+	return p.Wire()
 }
 
 func newRetentionShowCommand(a *app) *cobra.Command {
@@ -383,12 +366,7 @@ does nothing and says so. A pin does not stop "spl erase".`,
 				return fmt.Errorf("session pin: %w", err)
 			}
 			if a.json {
-				return writeJSON(cmd.OutOrStdout(), struct {
-					receiptRef
-					Thread  string `json:"thread"`
-					Target  string `json:"target"`
-					Already bool   `json:"already"`
-				}{receiptRef{p.ID.String(), p.Clock}, p.Thread, id.String(), p.Already})
+				return writeJSON(cmd.OutOrStdout(), p.Wire(id))
 			}
 			if p.Already {
 				_, err = fmt.Fprintf(cmd.OutOrStdout(), "already pinned: %s (pin %s, clock %d), nothing to do\n", id, p.ID, p.Clock)

@@ -17,7 +17,7 @@ import (
 
 func newServeCommand(a *app) *cobra.Command {
 	var cfg serve.Config
-	var logFormat, logLevel string
+	var logFormat, logLevel, addrFile string
 	var tokenFile, httpTokenFile, httpReadTokenFile string
 	cmd := &cobra.Command{
 		Use:   "serve [flags]",
@@ -99,6 +99,13 @@ trusted test network only.`,
 			if err := s.Start(cmd.Context()); err != nil {
 				return err
 			}
+			if addrFile != "" && !cfg.NoHTTP {
+				if err := writeAddrFile(addrFile, s.HTTPAddr()); err != nil {
+					_ = s.Shutdown(context.Background())
+					return err
+				}
+				defer removeAddrFile(addrFile)
+			}
 			<-cmd.Context().Done() // SIGINT/SIGTERM; a second signal kills
 			ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 			defer cancel()
@@ -136,6 +143,7 @@ trusted test network only.`,
 	f.DurationVar(&cfg.HTTPWriteTimeout, "http-write-timeout", serve.DefaultHTTPWriteTimeout, "bound on writing one HTTP answer (an SSE tail: on each write)")
 	f.DurationVar(&cfg.HTTPIdleTimeout, "http-idle-timeout", serve.DefaultHTTPIdleTimeout, "bound on a keep-alive HTTP connection's wait for its next request")
 	f.IntVar(&cfg.HTTPMaxConns, "http-max-conns", serve.DefaultHTTPMaxConns, "HTTP connections open at once; more wait in the listen backlog")
+	f.StringVar(&addrFile, "http-addr-file", "", "write the HTTP API's bound host:port to this file once listening (for --http 127.0.0.1:0); removed on shutdown")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	return cmd

@@ -1,0 +1,142 @@
+"""A small HTTP/1.1 client on asyncio streams, keep-alive, pooled: the
+standard library only (no third-party dependency at run time)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from urllib.parse import urlsplit
+
+
+class _Conn:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self.reader, self.writer = reader, writer
+
+
+class Response:
+    def __init__(self, status: int, headers: dict, body: bytes):
+        self.status, self.headers, self.body = status, headers, body
+
+    def json(self):
+        return json.loads(self.body) if self.body else None
+
+
+class HTTP:
+    def __init__(self, url: str, headers: dict | None = None):
+        u = urlsplit(url)
+        if u.scheme != "http":
+            raise ValueError(f"spl: only http:// URLs, got {url!r}")
+        self.host, self.port = u.hostname, u.port or 80
+        self.base = u.path.rstrip("/")
+        self.headers = headers or {}
+        self._idle: list[_Conn] = []
+
+    async def _connect(self) -> _Conn:
+        while self._idle:
+            c = self._idle.pop()
+            if not c.writer.is_closing() and not c.reader.at_eof():
+                return c
+        r, w = await asyncio.open_connection(self.host, self.port)
+        return _Conn(r, w)
+
+    async def _send(self, c: _Conn, method: str, path: str, body: bytes | None, headers: dict):
+        h = {"Host": f"{self.host}:{self.port}", **self.headers, **headers}
+        if body is not None:
+            h["Content-Length"] = str(len(body))
+        head = f"{method} {self.base}{path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in h.items()) + "\r\n"
+        c.writer.write(head.encode("latin-1") + (body or b""))
+        await c.writer.drain()
+
+    async def _head(self, c: _Conn):
+        line = await c.reader.readline()
+        if not line:
+            raise ConnectionResetError("spl: server closed the connection")
+        status = int(line.split()[1])
+        headers = {}
+        while True:
+            line = await c.reader.readline()
+            if line in (b"\r\n", b"\n", b""):
+                break
+            k, _, v = line.decode("latin-1").partition(":")
+            headers[k.strip().lower()] = v.strip()
+        return status, headers
+
+    async def request(self, method: str, path: str, body: bytes | None = None, headers: dict | None = None) -> Response:
+        for attempt in (0, 1):
+            c = await self._connect()
+            fresh = attempt == 1
+            try:
+                await self._send(c, method, path, body, headers or {})
+                status, h = await self._head(c)
+                break
+            except (ConnectionError, asyncio.IncompleteReadError, OSError):
+                c.writer.close()
+                if fresh or method not in ("GET", "PUT", "DELETE"):
+                    # A POST on a reused connection that the server had
+                    # closed never reached it (no answer line): retry once
+                    # on a new one. Anything else is the caller's.
+                    if fresh:
+                        raise
+                continue
+        if h.get("transfer-encoding", "").lower() == "chunked":
+            data = bytearray()
+            while True:
+                size = int((await c.reader.readline()).split(b";")[0], 16)
+                if size == 0:
+                    await c.reader.readline()
+                    break
+                data += await c.reader.readexactly(size)
+                await c.reader.readexactly(2)
+            data = bytes(data)
+        elif "content-length" in h:
+            data = await c.reader.readexactly(int(h["content-length"]))
+        else:
+            data = await c.reader.read()
+            c.writer.close()
+            return Response(status, h, data)
+        if h.get("connection", "").lower() == "close":
+            c.writer.close()
+        else:
+            self._idle.append(c)
+        return Response(status, h, data)
+
+    async def stream(self, path: str, headers: dict):
+        """Opens a streaming GET (SSE); yields decoded lines until the server ends it."""
+        r, w = await asyncio.open_connection(self.host, self.port)
+        c = _Conn(r, w)
+        try:
+            await self._send(c, "GET", path, None, headers)
+            status, h = await self._head(c)
+            if status != 200:
+                body = await r.read()
+                if h.get("transfer-encoding", "").lower() == "chunked":
+                    body = body.split(b"\r\n", 1)[1].rsplit(b"\r\n0\r\n", 1)[0]
+                yield ("error", status, body)
+                return
+            chunked = h.get("transfer-encoding", "").lower() == "chunked"
+            buf = b""
+            while True:
+                if chunked:
+                    line = await r.readline()
+                    if not line:
+                        return
+                    size = int(line.split(b";")[0], 16)
+                    if size == 0:
+                        return
+                    buf += await r.readexactly(size)
+                    await r.readexactly(2)
+                else:
+                    part = await r.read(65536)
+                    if not part:
+                        return
+                    buf += part
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    yield ("line", line.decode("utf-8"), None)
+        finally:
+            w.close()
+
+    async def close(self):
+        for c in self._idle:
+            c.writer.close()
+        self._idle.clear()

@@ -1,0 +1,450 @@
+// The client of spl serve's HTTP API (docs/http-api.yaml). It holds no rule
+// of spl: every request goes to the server, which applies them once (the
+// Go service layer). What it adds is the reader's check: every record it
+// returns has been verified against its stored bytes (id and body digest).
+import { Agent, request as httpRequest } from "node:http";
+import { errorOf, SplError } from "./errors.js";
+import { localToken, localURL } from "./local.js";
+import { CorruptRecordError, verifyEnvelope, type Header } from "./verify.js";
+
+/** Options of connect. */
+export interface ConnectOptions {
+  /** URL of an spl serve; default $SPL_URL, else the local spl (started when needed). */
+  url?: string;
+  /** Bearer token; default $SPL_TOKEN. Sent as `Authorization: Bearer …` when given. */
+  token?: string;
+  /** Actor (a DID) of what this client writes; default $SPL_ACTOR. */
+  actor?: string;
+  /** Data directory of the local spl; default $SPL_HOME, else ~/.spl. */
+  home?: string;
+  /** The spl binary used to start the local spl; default $SPL_BIN, else `spl` on PATH. */
+  splBinary?: string;
+  /** Write-behind: records in flight at once (emitMany, enqueue). Default 64. */
+  maxInFlight?: number;
+}
+
+/** An event to emit: the page's emit({act, kind, body, thread}). */
+export interface EmitInput {
+  act: string;
+  kind: string;
+  body: Record<string, unknown>;
+  thread: string;
+  actor?: string;
+  /** Unix milliseconds; the server's clock when absent. */
+  ts?: number;
+}
+
+type Body = Record<string, any>;
+
+/** The JSON form of a record, as the server answers it. */
+interface RecordJSON {
+  id: string; clock: number; thread: string; act: string; kind: string; actor: string;
+  time: string; ts: number; prev: string | null; body: Body; envelope?: string;
+  [extra: string]: unknown;
+}
+
+/**
+ * SplRecord is a verified record. `storedBody` is the body exactly as
+ * stored (decoded from the bytes whose digest was checked). `body` is the
+ * same plus `kind` mirrored from the header when the stored body has no
+ * `kind` of its own, so that the session-checkpoints page's filter
+ * `r.body?.kind === "agent.session.checkpoint"` works: in spl the kind is
+ * in the header. `derivedBodyKeys` names the keys `body` adds; nothing
+ * stored is changed.
+ */
+export class SplRecord {
+  readonly id: string;
+  readonly clock: number;
+  readonly thread: string;
+  readonly act: string;
+  readonly kind: string;
+  readonly actor: string;
+  readonly time: string;
+  readonly ts: number;
+  readonly prev: string | null;
+  readonly storedBody: Body;
+  readonly verified: boolean;
+  /** Further fields of the answer (a checkpoint's summary, learnings, next_steps, …). */
+  readonly extra: Record<string, unknown>;
+  private mirrored?: Body;
+
+  constructor(j: RecordJSON, verified: { header: Header; body: Body } | null) {
+    const { id, clock, thread, act, kind, actor, time, ts, prev, body, envelope, ...extra } = j;
+    void envelope;
+    this.id = id; this.clock = clock; this.thread = thread; this.act = act; this.kind = kind;
+    this.actor = actor; this.time = time; this.ts = ts; this.prev = prev;
+    this.storedBody = verified ? verified.body : body;
+    this.verified = verified !== null;
+    this.extra = extra;
+  }
+
+  /** The keys `body` adds to the stored body (["kind"], or [] when the body has its own). */
+  get derivedBodyKeys(): string[] {
+    return Object.prototype.hasOwnProperty.call(this.storedBody, "kind") ? [] : ["kind"];
+  }
+
+  /** The stored body, with `kind` mirrored from the header (see the class). */
+  get body(): Body {
+    if (this.mirrored === undefined) {
+      this.mirrored = this.derivedBodyKeys.length ? { ...this.storedBody, kind: this.kind } : this.storedBody;
+    }
+    return this.mirrored;
+  }
+
+  toJSON(): Record<string, unknown> {
+    return { id: this.id, clock: this.clock, thread: this.thread, act: this.act, kind: this.kind, actor: this.actor,
+      time: this.time, ts: this.ts, prev: this.prev, body: this.storedBody, ...this.extra };
+  }
+}
+
+/** A checkpoint: the record plus its lifted fields. */
+export type Checkpoint = SplRecord & {
+  extra: { summary: string; learnings: string[]; next_steps: string[]; name: string; session_id: string };
+};
+
+/** Filters and paging of query_thread. */
+export interface QueryOptions {
+  thread: string;
+  kind?: string;
+  act?: string;
+  /** Start at this clock. */
+  from?: number;
+  /** At most this many records (from `from`); every page when absent. */
+  limit?: number;
+  /** The last N records instead. */
+  last?: number;
+  /** Records a page (the server's limit); default 1000. */
+  pageSize?: number;
+}
+
+function b64(s: string): Uint8Array {
+  return new Uint8Array(Buffer.from(s, "base64"));
+}
+
+/** Client of one spl serve. Safe for concurrent use. */
+export class Client {
+  readonly url: string;
+  readonly actor?: string;
+  private readonly token?: string;
+  private readonly maxInFlight: number;
+  private inFlight = 0;
+  private waiters: (() => void)[] = [];
+  private pending = new Set<Promise<unknown>>();
+  private failures: unknown[] = [];
+  private readonly agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+
+  constructor(url: string, opts: { token?: string; actor?: string; maxInFlight?: number } = {}) {
+    this.url = url.replace(/\/+$/, "");
+    this.token = opts.token;
+    this.actor = opts.actor;
+    this.maxInFlight = opts.maxInFlight ?? 64;
+  }
+
+  private headers(extra: Record<string, string> = {}): Record<string, string> {
+    const h: Record<string, string> = { ...extra };
+    if (this.token) h.authorization = `Bearer ${this.token}`;
+    return h;
+  }
+
+  /** request does one HTTP request and answers its JSON, or throws the SplError of an error answer. */
+  async request<T>(method: string, path: string, body?: unknown, query?: Record<string, unknown>): Promise<T> {
+    let u = this.url + path;
+    if (query) {
+      const q = new URLSearchParams();
+      for (const [k, v] of Object.entries(query)) {
+        if (v === undefined || v === null) continue;
+        if (Array.isArray(v)) v.forEach((x) => q.append(k, String(x)));
+        else q.set(k, String(v));
+      }
+      const s = q.toString();
+      if (s) u += "?" + s;
+    }
+    const data = body !== undefined ? Buffer.from(JSON.stringify(body)) : undefined;
+    const headers = this.headers(data ? { "content-type": "application/json", "content-length": String(data.length) } : {});
+    // node:http with a keep-alive agent: about half the per-request cost
+    // of fetch here (bench/results).
+    const [status, text] = await new Promise<[number, string]>((resolve, reject) => {
+      const req = httpRequest(u, { method, headers, agent: this.agent }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => resolve([res.statusCode ?? 0, Buffer.concat(chunks).toString("utf8")]));
+        res.on("error", reject);
+      });
+      req.on("error", reject);
+      req.end(data);
+    });
+    let j: any;
+    try {
+      j = text ? JSON.parse(text) : undefined;
+    } catch {
+      j = { error: text };
+    }
+    if (status >= 400) throw errorOf(status, j);
+    return j as T;
+  }
+
+  /** verify turns a JSON record with its envelope into a verified SplRecord. */
+  private verify(j: RecordJSON): SplRecord {
+    if (typeof j.envelope !== "string") throw new CorruptRecordError(`record ${j.id}: the server sent no envelope to verify`);
+    const v = verifyEnvelope(b64(j.envelope), j.id);
+    const h = v.header;
+    const mismatch = (["thread", "act", "kind", "actor", "ts", "prev"] as const).find((k) => (h as any)[k] !== (j as any)[k]);
+    if (mismatch) throw new CorruptRecordError(`record ${j.id}: ${mismatch} is ${JSON.stringify((j as any)[mismatch])} in the answer, ${JSON.stringify((h as any)[mismatch])} in the verified header`);
+    return new SplRecord(j, v as { header: Header; body: Body });
+  }
+
+  private threadPath(thread: string, rest: string): string {
+    return `/v1/threads/${encodeURIComponent(thread)}/${rest}`;
+  }
+
+  /** emit appends one record and resolves once it is durable (fsynced). */
+  async emit(ev: EmitInput): Promise<SplRecord> {
+    const actor = ev.actor ?? this.actor;
+    const j = await this.request<RecordJSON>("POST", "/v1/records", { thread: ev.thread, act: ev.act, kind: ev.kind, actor, ts: ev.ts, body: ev.body });
+    return new SplRecord(j, null);
+  }
+
+  /**
+   * enqueue is write-behind: it queues ev and returns at once; at most
+   * maxInFlight appends are in flight. flush() waits for every queued
+   * record and throws the first failure.
+   */
+  enqueue(ev: EmitInput): void {
+    const p = (async () => {
+      while (this.inFlight >= this.maxInFlight) await new Promise<void>((r) => this.waiters.push(r));
+      this.inFlight++;
+      try {
+        return await this.emit(ev);
+      } finally {
+        this.inFlight--;
+        this.waiters.shift()?.();
+      }
+    })();
+    this.pending.add(p);
+    p.catch((e) => this.failures.push(e)).finally(() => this.pending.delete(p));
+  }
+
+  /** emitMany queues every event (enqueue) and flushes. */
+  async emitMany(evs: EmitInput[]): Promise<void> {
+    for (const ev of evs) this.enqueue(ev);
+    await this.flush();
+  }
+
+  /** flush waits until every enqueued record has landed or failed; throws the first failure. */
+  async flush(): Promise<void> {
+    while (this.pending.size) await Promise.allSettled([...this.pending]);
+    if (this.failures.length) {
+      const [first] = this.failures;
+      this.failures = [];
+      throw first;
+    }
+  }
+
+  /** query_thread returns the records of a thread in clock order, verified, every page. */
+  async query_thread(o: QueryOptions): Promise<SplRecord[]> {
+    const out: SplRecord[] = [];
+    for await (const r of this.iterThread(o)) out.push(r);
+    return out;
+  }
+
+  /** queryThread is query_thread. */
+  queryThread(o: QueryOptions): Promise<SplRecord[]> {
+    return this.query_thread(o);
+  }
+
+  /** iterThread yields a thread's records page by page. */
+  async *iterThread(o: QueryOptions): AsyncGenerator<SplRecord> {
+    const path = this.threadPath(o.thread, "records");
+    if (o.last !== undefined) {
+      const q = await this.request<{ records: RecordJSON[]; corrupt: unknown[] }>("GET", path, undefined, { kind: o.kind, act: o.act, from: o.from, last: o.last, envelope: true });
+      this.checkCorrupt(q.corrupt);
+      for (const j of q.records) yield this.verify(j);
+      return;
+    }
+    let from = o.from;
+    let left = o.limit ?? Infinity;
+    const page = o.pageSize ?? 1000;
+    while (left > 0) {
+      const q = await this.request<{ records: RecordJSON[]; corrupt: unknown[]; next: number | null }>("GET", path, undefined, {
+        kind: o.kind, act: o.act, from, limit: Math.min(page, left), envelope: true,
+      });
+      this.checkCorrupt(q.corrupt);
+      for (const j of q.records) yield this.verify(j);
+      left -= q.records.length;
+      if (q.next === null || q.next === undefined) return;
+      from = q.next;
+    }
+  }
+
+  private checkCorrupt(corrupt: unknown[] | undefined): void {
+    if (corrupt && corrupt.length) throw new CorruptRecordError(`the server found stored messages that do not verify: ${JSON.stringify(corrupt)}`);
+  }
+
+  /** latestCheckpoint returns the newest checkpoint of a thread (NotFoundError when none). */
+  async latestCheckpoint(thread: string): Promise<Checkpoint> {
+    return this.verify(await this.request<RecordJSON>("GET", this.threadPath(thread, "checkpoint"), undefined, { envelope: true })) as Checkpoint;
+  }
+  latest_checkpoint(thread: string): Promise<Checkpoint> { return this.latestCheckpoint(thread); }
+
+  /** checkpoint returns a checkpoint of a thread by id (or end of id) or by name. */
+  async checkpoint(thread: string, ref: { id?: string; name?: string }): Promise<Checkpoint> {
+    return this.verify(await this.request<RecordJSON>("GET", this.threadPath(thread, "checkpoint"), undefined, { ...ref, envelope: true })) as Checkpoint;
+  }
+
+  /** listCheckpoints returns the newest checkpoints of a thread, oldest first. */
+  async listCheckpoints(thread: string, o: { limit?: number } = {}): Promise<Checkpoint[]> {
+    const r = await this.request<{ checkpoints: RecordJSON[] }>("GET", this.threadPath(thread, "checkpoints"), undefined, { limit: o.limit, envelope: true });
+    return r.checkpoints.map((j) => this.verify(j) as Checkpoint);
+  }
+  list_checkpoints(thread: string, o: { limit?: number } = {}): Promise<Checkpoint[]> { return this.listCheckpoints(thread, o); }
+
+  /** latestCheckpoints lists the latest checkpoint of every thread, newest first (from the index: ids, no bodies). */
+  async latestCheckpoints(o: { limit?: number; offset?: number; actor?: string; since?: string } = {}): Promise<any[]> {
+    return (await this.request<{ checkpoints: any[] }>("GET", "/v1/checkpoints/latest", undefined, o)).checkpoints;
+  }
+
+  /** record returns one record by id, verified from its stored bytes. */
+  async record(id: string, o: { thread?: string } = {}): Promise<SplRecord> {
+    return this.verify(await this.request<RecordJSON>("GET", `/v1/records/${encodeURIComponent(id)}`, undefined, { thread: o.thread, envelope: true }));
+  }
+
+  /** recordBytes returns a record's stored bytes (canonical CBOR), verified against id. */
+  async recordBytes(id: string, o: { thread?: string } = {}): Promise<Uint8Array> {
+    const q = o.thread ? `?thread=${encodeURIComponent(o.thread)}` : "";
+    const r = await fetch(`${this.url}/v1/records/${encodeURIComponent(id)}${q}`, { headers: this.headers({ accept: "application/cbor" }) });
+    if (!r.ok) throw errorOf(r.status, await r.json().catch(() => undefined));
+    const b = new Uint8Array(await r.arrayBuffer());
+    verifyEnvelope(b, id);
+    return b;
+  }
+
+  /**
+   * follow yields the records of a thread as they land (SSE), from clock
+   * `from` (default: what lands after the call), verified, until the
+   * signal aborts. It reconnects with Last-Event-ID when the stream drops.
+   */
+  async *follow(thread: string, o: { from?: number; signal?: AbortSignal } = {}): AsyncGenerator<SplRecord> {
+    let last: number | undefined = o.from !== undefined ? o.from - 1 : undefined;
+    let first = true;
+    while (!o.signal?.aborted) {
+      const headers = this.headers({ accept: "text/event-stream" });
+      const q = new URLSearchParams({ envelope: "true" });
+      if (last !== undefined) {
+        if (first && o.from !== undefined) q.set("from", String(o.from));
+        else headers["last-event-id"] = String(last);
+      }
+      first = false;
+      let r: Response;
+      try {
+        r = await fetch(`${this.url}${this.threadPath(thread, "events")}?${q}`, { headers, signal: o.signal });
+      } catch (e) {
+        if (o.signal?.aborted) return;
+        throw e;
+      }
+      if (!r.ok || !r.body) throw errorOf(r.status, await r.json().catch(() => undefined));
+      const dec = new TextDecoder();
+      let buf = "";
+      try {
+        for await (const chunk of r.body as unknown as AsyncIterable<Uint8Array>) {
+          buf += dec.decode(chunk, { stream: true });
+          let i: number;
+          while ((i = buf.indexOf("\n\n")) >= 0) {
+            const block = buf.slice(0, i);
+            buf = buf.slice(i + 2);
+            let event = "message";
+            let data = "";
+            let id: string | undefined;
+            for (const line of block.split("\n")) {
+              if (line.startsWith("event: ")) event = line.slice(7);
+              else if (line.startsWith("data: ")) data += line.slice(6);
+              else if (line.startsWith("id: ")) id = line.slice(4);
+            }
+            if (id !== undefined) last = Number(id);
+            if (event === "record") yield this.verify(JSON.parse(data));
+            else if (event === "corrupt") throw new CorruptRecordError(`stored message does not verify: ${data}`);
+          }
+        }
+      } catch (e) {
+        if (o.signal?.aborted) return;
+        if (e instanceof SplError || e instanceof CorruptRecordError) throw e;
+      }
+      if (last === undefined) last = 0;
+    }
+  }
+
+  // Runs and sessions, lineage: as the HTTP API has them.
+  runs(o: { thread?: string; status?: string } = {}): Promise<{ runs: any[] }> { return this.request("GET", "/v1/runs", undefined, o); }
+  run(runId: string, o: { thread?: string } = {}): Promise<any> { return this.request("GET", `/v1/runs/${encodeURIComponent(runId)}`, undefined, o); }
+  sessions(o: { status?: string | string[]; resumable?: boolean; offset?: number; limit?: number } = {}): Promise<{ sessions: any[]; total: number }> {
+    return this.request("GET", "/v1/sessions", undefined, o);
+  }
+  pause(thread: string, o: { reason?: string; node?: string; sessionId?: string; agents?: string[]; budgetSpent?: number; rounds?: number; elapsedMs?: number; depth?: number; actor?: string } = {}): Promise<any> {
+    return this.request("POST", this.threadPath(thread, "pause"), { ...o, actor: o.actor ?? this.actor });
+  }
+  resume(thread: string, o: { from?: string; set?: Record<string, unknown>; actor?: string } = {}): Promise<any> {
+    return this.request("POST", this.threadPath(thread, "resume"), { ...o, actor: o.actor ?? this.actor });
+  }
+  lineage(thread: string): Promise<any> { return this.request("GET", this.threadPath(thread, "lineage")); }
+  diff(thread: string, a: string, b: string, o: { bThread?: string } = {}): Promise<any> {
+    return this.request("GET", this.threadPath(thread, "diff"), undefined, { a, b, b_thread: o.bThread });
+  }
+  fork(thread: string, o: { to: string; from?: string; set?: Record<string, unknown>; actor?: string }): Promise<any> {
+    return this.request("POST", this.threadPath(thread, "fork"), { ...o, actor: o.actor ?? this.actor });
+  }
+  prune(thread: string, o: { older_than_ms?: number; keep_last?: number; keep_clean_only?: boolean; dry_run?: boolean; actor?: string }): Promise<any> {
+    return this.request("POST", this.threadPath(thread, "prune"), { ...o, actor: o.actor ?? this.actor });
+  }
+  threads(o: { limit?: number; actor?: string; kind?: string; since?: string } = {}): Promise<{ threads: any[]; total: number; as_of: number; log_clock: number }> {
+    return this.request("GET", "/v1/threads", undefined, o);
+  }
+
+  // Erasure, pins, retention.
+  /** erase erases records of a thread (ids, or all: every record but its erasure records); the bytes leave the disk, an audit record stays. */
+  erase(thread: string, o: { ids?: string[]; all?: boolean; reason: string; actor?: string }): Promise<{ thread: string; erased: string[]; already: string[]; erasures: { id: string; clock: number }[] }> {
+    return this.request("POST", this.threadPath(thread, "erase"), { ...o, actor: o.actor ?? this.actor });
+  }
+  pin(thread: string, id: string, o: { reason?: string; actor?: string } = {}): Promise<any> {
+    return this.request("POST", this.threadPath(thread, "pins"), { id, ...o, actor: o.actor ?? this.actor });
+  }
+  retention(): Promise<{ policies: any[] }> { return this.request("GET", "/v1/retention"); }
+  setRetention(o: { thread?: string; all?: boolean; keep_last: number; max_age_ms?: number; actor?: string }): Promise<any> {
+    return this.request("PUT", "/v1/retention", { ...o, actor: o.actor ?? this.actor });
+  }
+  clearRetention(o: { thread?: string; all?: boolean; actor?: string }): Promise<any> {
+    return this.request("DELETE", "/v1/retention", { ...o, actor: o.actor ?? this.actor });
+  }
+  health(): Promise<{ status: string; last_clock: number }> { return this.request("GET", "/healthz"); }
+
+  /** close flushes what is queued. */
+  async close(): Promise<void> {
+    try {
+      await this.flush();
+    } finally {
+      this.agent.destroy();
+    }
+  }
+}
+
+/**
+ * connect resolves to a client of spl serve: options.url, else $SPL_URL,
+ * else the local spl of the data directory (started through the spl
+ * binary when none answers). The token (options.token, else $SPL_TOKEN)
+ * is sent as `Authorization: Bearer …`; the actor (options.actor, else
+ * $SPL_ACTOR) is the actor of what the client writes.
+ */
+export async function connect(options: ConnectOptions = {}): Promise<Client> {
+  let token = options.token ?? process.env.SPL_TOKEN ?? undefined;
+  const actor = options.actor ?? process.env.SPL_ACTOR ?? undefined;
+  let url = options.url ?? process.env.SPL_URL;
+  if (!url) {
+    url = await localURL({ home: options.home, bin: options.splBinary, token });
+    // The local server's own credentials, which its user may read.
+    token ??= await localToken(options.home);
+  }
+  const c = new Client(url, { token, actor, maxInFlight: options.maxInFlight });
+  await c.health().catch((e) => {
+    if (e instanceof SplError && e.status === 503) return; // starting: requests will say
+    throw e;
+  });
+  return c;
+}
