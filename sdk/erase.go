@@ -100,6 +100,9 @@ func (c *Client) eraseAfter(ctx context.Context, thread, actor string, ids []rec
 		if cond {
 			opts = append(opts, splog.EraseAfter(after))
 		}
+		if c.cfg.signKey != nil {
+			opts = append(opts, splog.EraseSigned(c.cfg.signKey))
+		}
 		r, err := c.log.Erase(ctx, thread, chunk, reason, actor, opts...)
 		if r.Erasure.Clock != 0 {
 			res.Erasures = append(res.Erasures, receipt(r.Erasure))
