@@ -36,28 +36,17 @@ func EraseSigned(key ed25519.PrivateKey) EraseOption {
 	return func(o *eraseOptions) { o.sign = key }
 }
 
-// KeyRing reads the actor key bindings of the log (records.ActorThread)
-// up to the log's last clock. A binding that does not validate is left
-// out and reported, beside the ring of the others, as an error.
-func (l *Log) KeyRing(ctx context.Context) (*records.KeyRing, error) {
-	ring, bad, err := l.keyRing(ctx)
-	if err != nil {
-		return ring, err
-	}
-	return ring, errors.Join(bad...)
-}
-
-// keyRing is KeyRing returning the bindings left out apart from a failed
-// read.
-func (l *Log) keyRing(ctx context.Context) (*records.KeyRing, []error, error) {
-	ring := &records.KeyRing{}
-	var bad []error
+// KeyRing reads the actor key bindings of the log (records.ActorThread).
+// Bindings that do not validate are left out and listed in bad; err is a
+// failed read. A corrupt binding is skipped: verification reports it.
+func (l *Log) KeyRing(ctx context.Context) (ring *records.KeyRing, bad []error, err error) {
+	ring = &records.KeyRing{}
 	for e, err := range l.Read(ctx, records.ActorThread, Kind(records.KindActorKey)) {
 		if err != nil {
 			if errors.Is(err, records.ErrCorrupt) {
-				continue // verification reports it as corrupt
+				continue
 			}
-			return ring, nil, fmt.Errorf("read actor keys: %w", err)
+			return ring, bad, fmt.Errorf("read actor keys: %w", err)
 		}
 		if err := ring.Add(e); err != nil {
 			bad = append(bad, err)

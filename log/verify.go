@@ -110,7 +110,7 @@ func (l *Log) verify(ctx context.Context, filter string, progress func(uint64), 
 	}
 	rep.Loss = loss
 	// Pass 0: the actor key bindings, of the whole log whatever the filter.
-	ring, bad, err := l.keyRing(ctx)
+	ring, bad, err := l.KeyRing(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("verify: %w", err)
 	}

@@ -349,3 +349,12 @@ func (k *KeyRing) Check(clock uint64, r *Record) SigCheck {
 	}
 	return c
 }
+
+// CheckActorDID reports whether did follows the rule of the header field
+// "actor" (a *FieldError on "actor" when not).
+func CheckActorDID(did string) error {
+	if rule := actorRule(did); rule != "" {
+		return fieldErrorf("actor", "%s", rule)
+	}
+	return nil
+}

@@ -28,6 +28,9 @@ type (
 	VerifyReport = splog.VerifyReport
 	// VerifyProblem is one corrupt or missing record of a VerifyReport.
 	VerifyProblem = splog.VerifyProblem
+	// SigProblem is a record of a VerifyReport whose signature failed, or
+	// that is unsigned.
+	SigProblem = splog.SigProblem
 	// ErasedRecord is one record of a VerifyReport that an erasure removed.
 	ErasedRecord = splog.ErasedRecord
 )
