@@ -34,7 +34,14 @@ const ActorKeyFile = "actor.key"
 // WithSigningKey signs every record the client writes (Append, Emit,
 // EmitAsync, checkpoints, runs, erasures) with key. The default is the key
 // in the file $SPL_ACTOR_KEY names, else none: records are unsigned.
-func WithSigningKey(key ed25519.PrivateKey) Option { return func(c *config) { c.signKey = key } }
+func WithSigningKey(key ed25519.PrivateKey) Option {
+	return func(c *config) { c.signKey, c.noSigning = key, false }
+}
+
+// WithoutSigning makes the client sign nothing, whatever $SPL_ACTOR_KEY
+// says: for a server, whose clients' records are signed by their authors
+// or not at all.
+func WithoutSigning() Option { return func(c *config) { c.signKey, c.noSigning = nil, true } }
 
 // WithRequireSigned refuses every record that is not signed by its actor's
 // key (a *records.FieldError on "actor"), whichever face wrote it: the
@@ -106,7 +113,7 @@ func ReadKeyFile(path string) (ed25519.PrivateKey, error) {
 // signingKey returns the key of cfg: WithSigningKey's, else the one in
 // $SPL_ACTOR_KEY's file, else none.
 func signingKey(cfg config) (ed25519.PrivateKey, error) {
-	if cfg.signKey != nil {
+	if cfg.signKey != nil || cfg.noSigning {
 		return cfg.signKey, nil
 	}
 	if path := env.ActorKey(); path != "" {
@@ -250,4 +257,36 @@ func (c *Client) seal(ctx context.Context, rec *records.Record) (*records.Record
 		return nil, &records.FieldError{Field: "signature", Rule: fmt.Sprintf("a redaction policy of thread %q removes values from this body, so the signature would not cover the stored record: leave the covered keys out, then sign", rec.Header.Thread)}
 	}
 	return c.authorize(ctx, out)
+}
+
+// signedRecord builds the record of an event its author signed: with the
+// author's salt and time, so that it has the id the author signed, and
+// the author's signature.
+func (c *Client) signedRecord(ev Event) (*records.Record, error) {
+	switch {
+	case ev.Signature == nil:
+		return nil, &records.FieldError{Field: "signature", Rule: "required with salt: a salt is given only to sign the record"}
+	case len(ev.Salt) != records.SaltSize:
+		return nil, &records.FieldError{Field: "salt", Rule: fmt.Sprintf("required with signature: the %d random bytes of the signed record's salt, got %d bytes", records.SaltSize, len(ev.Salt))}
+	case ev.Time.IsZero():
+		return nil, &records.FieldError{Field: "ts", Rule: "required with signature: the signed record's time"}
+	}
+	var salt [records.SaltSize]byte
+	copy(salt[:], ev.Salt)
+	rec, err := records.NewWithSalt(ev.Act, ev.Kind, ev.Thread, ev.Actor, ev.Time, ev.Body, salt)
+	if err != nil {
+		return nil, err
+	}
+	sig := *ev.Signature
+	if sig.Key == nil {
+		if records.IsDIDKey(ev.Actor) {
+			sig.Key, _ = records.ParseDIDKey(ev.Actor)
+		} else if k, ok := c.actorKey(context.Background(), ev.Actor); ok {
+			sig.Key, _ = records.ParseDIDKey(k)
+		} else {
+			return nil, &records.FieldError{Field: "signature", Rule: fmt.Sprintf("actor %s has no key bound; name the signing key (key: did:key:…)", ev.Actor)}
+		}
+	}
+	rec.Sig = &sig
+	return rec, nil
 }

@@ -76,6 +76,7 @@ type config struct {
 	markDir       string
 	signKey       ed25519.PrivateKey // actor.go
 	requireSigned bool
+	noSigning     bool
 }
 
 // WithDir sets the data directory of the embedded log. The default is
@@ -131,6 +132,13 @@ type Event struct {
 	Body   any       // a map, a struct with cbor tags, or records.RawBody
 	Actor  string    // a DID; defaults to the client's actor
 	Time   time.Time // defaults to now
+
+	// A record its author signed (spl serve's POST /v1/records with a
+	// signature): the salt the author drew, and the signature over the
+	// record's signing id (see actor.go). Salt, Time and Signature come
+	// together; Signature.Key, when nil, is the actor's key.
+	Salt      []byte
+	Signature *records.Signature
 }
 
 // Receipt says where an emitted record landed.
@@ -269,6 +277,9 @@ func (c *Client) record(ev Event) (*records.Record, error) {
 	}
 	if ev.Actor == "" {
 		return nil, ErrNoActor
+	}
+	if ev.Salt != nil || ev.Signature != nil {
+		return c.signedRecord(ev)
 	}
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
