@@ -1,10 +1,10 @@
 package serve
 
 import (
-	"encoding/base64"
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
