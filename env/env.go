@@ -6,6 +6,7 @@
 //	variable            read by             meaning (default)
 //	SPL_HOME            Home                data directory of the embedded log (~/.spl)
 //	SPL_ACTOR           Actor               actor DID of records emitted without one (none)
+//	SPL_ACTOR_KEY       ActorKey            file of the Ed25519 key that signs records (none: unsigned)
 //	SPL_SERVER          Server              NATS URL of an spl server to use instead of the embedded log (none)
 //	SPL_CREDS           Creds               NATS credentials file for SPL_SERVER or --server (none)
 //	SPL_TOKEN           Token               NATS token for SPL_SERVER or --server (none)
@@ -30,6 +31,7 @@ import (
 const (
 	HomeVar          = "SPL_HOME"
 	ActorVar         = "SPL_ACTOR"
+	ActorKeyVar      = "SPL_ACTOR_KEY"
 	ServerVar        = "SPL_SERVER"
 	CredsVar         = "SPL_CREDS"
 	TokenVar         = "SPL_TOKEN"
@@ -55,6 +57,11 @@ func Home() (string, error) {
 // Actor returns $SPL_ACTOR: the actor (a DID such as did:sync:agent:dev)
 // of records emitted without one; "" when not set.
 func Actor() string { return os.Getenv(ActorVar) }
+
+// ActorKey returns $SPL_ACTOR_KEY: the file of the Ed25519 private key
+// (PKCS #8 PEM, as spl actor new writes it) that signs the records the
+// SDK and the spl command write; "" when not set.
+func ActorKey() string { return os.Getenv(ActorKeyVar) }
 
 // Server returns $SPL_SERVER: the NATS URL of an spl server (spl serve) to
 // use instead of the embedded log; "" when not set.

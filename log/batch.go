@@ -61,6 +61,9 @@ func (w *writer) message(p *Pending) *nats.Msg {
 	msg := nats.NewMsg(RecordSubject(t, p.rec.Header.Kind))
 	msg.Data = p.data
 	msg.Header.Set(HeaderID, p.id.String())
+	if p.rec.Sig != nil {
+		msg.Header.Set(HeaderSig, p.rec.Sig.String())
+	}
 	if p.first {
 		msg.Header.Set(hdrExpectSubjSeq, strconv.FormatUint(p.expect, 10))
 		msg.Header.Set(hdrExpectSubjName, ThreadSubject(t))

@@ -2,6 +2,7 @@ package log
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"strconv"
@@ -72,6 +73,9 @@ func (l *Log) Erase(ctx context.Context, thread string, ids []records.ID, reason
 	if err != nil {
 		return EraseResult{}, err
 	}
+	if o.sign != nil {
+		rec.Sign(o.sign)
+	}
 	if o.cond {
 		res.Erasure, err = l.AppendAfter(ctx, rec, o.after)
 	} else {
@@ -99,6 +103,7 @@ type eraseOptions struct {
 	cond  bool
 	after uint64
 	stop  stopper // tests only: stops Erase at a step, as a crash would
+	sign  ed25519.PrivateKey
 }
 
 // stopper, when set, is asked at every step of an erasure; an error stops

@@ -89,6 +89,7 @@ func (m stored) decode() (Entry, error) {
 	if got := RecordSubject(rec.Header.Thread, rec.Header.Kind); got != m.subject {
 		return corrupt(fmt.Sprintf("stored under %s, record belongs under %s", m.subject, got), nil)
 	}
+	rec.Sig = signatureOf(m)
 	return Entry{Clock: m.clock, ID: want, Record: rec}, nil
 }
 

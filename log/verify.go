@@ -19,7 +19,15 @@ type VerifyReport struct {
 	// Loss is set when the stream is behind its high-water mark (see
 	// CheckMark): records acknowledged once are gone, and nothing in the
 	// stream shows it.
-	Loss   *MarkLoss
+	Loss *MarkLoss
+
+	// Signatures (sign.go): every record that verified is checked against
+	// the key bound to its actor at its clock (records.KeyRing.Check).
+	Signed        int          // records signed by their actor's key
+	UnsignedCount int          // records without a signature
+	Unsigned      []SigProblem // the first of them (at most 100)
+	BadSig        []SigProblem // bad signatures, and signatures by a key not the actor's
+
 	erased map[string]*erasedSet
 }
 
@@ -40,8 +48,17 @@ type VerifyProblem struct {
 	Reason  string
 }
 
-// OK reports whether nothing is corrupt or missing.
-func (r VerifyReport) OK() bool { return len(r.Corrupt) == 0 && len(r.Missing) == 0 && r.Loss == nil }
+// OK reports whether nothing is corrupt or missing and no signature
+// failed. Unsigned records are not failures here; see OKSigned.
+func (r VerifyReport) OK() bool {
+	return len(r.Corrupt) == 0 && len(r.Missing) == 0 && r.Loss == nil && len(r.BadSig) == 0
+}
+
+// OKSigned is OK that, when requireSigned, also fails on unsigned records:
+// the rule of a log whose server requires signatures.
+func (r VerifyReport) OKSigned(requireSigned bool) bool {
+	return r.OK() && (!requireSigned || r.UnsignedCount == 0)
+}
 
 type erasedSet struct {
 	byID map[records.ID]erasedTarget
@@ -92,6 +109,14 @@ func (l *Log) verify(ctx context.Context, filter string, progress func(uint64), 
 		return rep, fmt.Errorf("verify: %w", err)
 	}
 	rep.Loss = loss
+	// Pass 0: the actor key bindings, of the whole log whatever the filter.
+	ring, bad, err := l.KeyRing(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("verify: %w", err)
+	}
+	for _, b := range bad {
+		rep.BadSig = append(rep.BadSig, SigProblem{Thread: records.ActorThread, Reason: "binding ignored: " + b.Error()})
+	}
 	// Pass 1: every erasure record under the filter, by thread token.
 	erased := make(map[string]*erasedSet)
 	erasedClocks := make(map[uint64]bool)
@@ -178,6 +203,7 @@ func (l *Log) verify(ctx context.Context, filter string, progress func(uint64), 
 		}
 		st.last, st.lastClock, st.started = e.ID, m.clock, true
 		rep.Checked++
+		rep.checkSig(ring, e)
 		return true
 	})
 	if err != nil {

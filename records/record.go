@@ -65,6 +65,11 @@ type Record struct {
 	Salt   [SaltSize]byte
 	Body   []byte
 
+	// Sig is the record's signature, when it has one (see [Record.Sign]).
+	// It is not part of the record's bytes or id: the log stores it
+	// beside the record (sign.go).
+	Sig *Signature
+
 	// checked is what New validated: Validate skips the work again while
 	// the header (but for prev and bd) and the body slice are unchanged.
 	checked *checkedState
@@ -105,6 +110,13 @@ func New(act, kind, thread, actor string, ts time.Time, body any) (*Record, erro
 	if _, err := rand.Read(salt[:]); err != nil {
 		return nil, fmt.Errorf("new record: salt: %w", err)
 	}
+	return newRecord(act, kind, thread, actor, ts.UnixMilli(), body, salt)
+}
+
+// NewWithSalt is New with the salt given: for an author who computed the
+// record's id (to sign it) before handing it over, as an HTTP client
+// does. The salt must be 32 random bytes and never reused.
+func NewWithSalt(act, kind, thread, actor string, ts time.Time, body any, salt [SaltSize]byte) (*Record, error) {
 	return newRecord(act, kind, thread, actor, ts.UnixMilli(), body, salt)
 }
 

@@ -35,6 +35,7 @@ var requiredAct = map[string]string{
 	KindRetention:  ActKnow,
 	KindPin:        ActKnow,
 	KindRedaction:  ActKnow,
+	KindActorKey:   ActKnow,
 }
 
 // Validate checks every rule of the format and returns the first failure as
@@ -50,6 +51,7 @@ var requiredAct = map[string]string{
 //     one of scope [ScopeThread] is not ("body.scope");
 //   - a checkpoint body's "thread" and "actor", when given, equal the
 //     header's ("body.thread", "body.actor").
+//   - an actor key binding is on [ActorThread] ("thread").
 //
 // Validate is the rule for writing; reading checks the body digest and the
 // id instead ([Record.Verify]), so a record stored under older rules stays
@@ -92,6 +94,10 @@ func onThread(thread string, body any) error {
 			return fieldErrorf("body.scope", "%q is the policy of all threads and belongs on thread %s, got thread %s", ScopeAll, RedactionThread, quote(thread))
 		case b.Scope == ScopeThread && thread == RedactionThread:
 			return fieldErrorf("body.scope", "must be %q on thread %s (the policy of all threads), got %q", ScopeAll, RedactionThread, ScopeThread)
+		}
+	case *ActorKey:
+		if thread != ActorThread {
+			return fieldErrorf("thread", "a %s binding belongs on thread %s, got %s", KindActorKey, ActorThread, quote(thread))
 		}
 	case *Retention:
 		switch {
@@ -258,6 +264,8 @@ func validBody(kind string, body []byte) (any, error) {
 		v, err = DecodePin(body)
 	case KindRedaction:
 		v, err = DecodeRedaction(body)
+	case KindActorKey:
+		v, err = DecodeActorKey(body)
 	case KindSessionPaused, KindSessionResumed, KindSessionFailed, KindSessionCompleted, KindSessionCancelled, KindSessionMemory:
 		v, err = DecodeSessionEvent(kind, body)
 	default:

@@ -9,6 +9,7 @@ package sdk
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"iter"
@@ -63,16 +64,19 @@ type CorruptError = splog.CorruptError
 type Option func(*config)
 
 type config struct {
-	replicas     int
-	dir          string
-	actor        string
-	queueSize    int
-	closeTimeout time.Duration
-	timeout      time.Duration
-	name         string
-	observe      func(splog.BatchStats)
-	natsOpts     []nats.Option
-	markDir      string
+	replicas      int
+	dir           string
+	actor         string
+	queueSize     int
+	closeTimeout  time.Duration
+	timeout       time.Duration
+	name          string
+	observe       func(splog.BatchStats)
+	natsOpts      []nats.Option
+	markDir       string
+	signKey       ed25519.PrivateKey // actor.go
+	requireSigned bool
+	noSigning     bool
 }
 
 // WithDir sets the data directory of the embedded log. The default is
@@ -128,6 +132,13 @@ type Event struct {
 	Body   any       // a map, a struct with cbor tags, or records.RawBody
 	Actor  string    // a DID; defaults to the client's actor
 	Time   time.Time // defaults to now
+
+	// A record its author signed (spl serve's POST /v1/records with a
+	// signature): the salt the author drew, and the signature over the
+	// record's signing id (see actor.go). Salt, Time and Signature come
+	// together; Signature.Key, when nil, is the actor's key.
+	Salt      []byte
+	Signature *records.Signature
 }
 
 // Receipt says where an emitted record landed.
@@ -176,6 +187,7 @@ type Client struct {
 
 	policies   policyCache    // retention policies the save path last read
 	redactions redactionCache // redaction policies the seal path last read
+	keys       keyCache       // actor key bindings the sign path last read (actor.go)
 
 	blobOnce  sync.Once
 	blobStore *natsio.Blobs // payloads of runs too large for a record (run_write.go)
@@ -226,6 +238,11 @@ const linger = 5 * time.Second
 
 func open(ctx context.Context, cfg config, co natsio.Options) (*Client, error) {
 	co.Name, co.Linger, co.Timeout = cfg.name, linger, cfg.timeout
+	key, err := signingKey(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.signKey = key
 	conn, err := natsio.Dial(ctx, co)
 	if err != nil {
 		return nil, fmt.Errorf("spl/log: %w", err)
@@ -260,6 +277,9 @@ func (c *Client) record(ev Event) (*records.Record, error) {
 	}
 	if ev.Actor == "" {
 		return nil, ErrNoActor
+	}
+	if ev.Salt != nil || ev.Signature != nil {
+		return c.signedRecord(ev)
 	}
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
@@ -298,7 +318,7 @@ func (c *Client) AppendEvent(ctx context.Context, ev Event) (Record, error) {
 // record is stored but retention fails, Append returns the receipt and a
 // *RetentionError; the next checkpoint or ApplyRetention tries again.
 func (c *Client) Append(ctx context.Context, rec *records.Record) (Record, error) {
-	rec, err := c.redact(ctx, rec)
+	rec, err := c.seal(ctx, rec)
 	if err != nil {
 		return Record{}, err
 	}
@@ -343,7 +363,7 @@ func (c *Client) EmitAsync(ctx context.Context, ev Event) (*Pending, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rec, err = c.redact(ctx, rec); err != nil {
+	if rec, err = c.seal(ctx, rec); err != nil {
 		return nil, err
 	}
 	select {

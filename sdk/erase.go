@@ -28,6 +28,9 @@ type (
 	VerifyReport = splog.VerifyReport
 	// VerifyProblem is one corrupt or missing record of a VerifyReport.
 	VerifyProblem = splog.VerifyProblem
+	// SigProblem is a record of a VerifyReport whose signature failed, or
+	// that is unsigned.
+	SigProblem = splog.SigProblem
 	// ErasedRecord is one record of a VerifyReport that an erasure removed.
 	ErasedRecord = splog.ErasedRecord
 )
@@ -99,6 +102,9 @@ func (c *Client) eraseAfter(ctx context.Context, thread, actor string, ids []rec
 		var opts []splog.EraseOption
 		if cond {
 			opts = append(opts, splog.EraseAfter(after))
+		}
+		if c.cfg.signKey != nil {
+			opts = append(opts, splog.EraseSigned(c.cfg.signKey))
 		}
 		r, err := c.log.Erase(ctx, thread, chunk, reason, actor, opts...)
 		if r.Erasure.Clock != 0 {

@@ -110,6 +110,9 @@ func (c *Client) Fork(ctx context.Context, thread string, req ForkRequest) (Fork
 	if err != nil {
 		return Forked{}, fmt.Errorf("fork: %w", err)
 	}
+	if rec, err = c.authorize(ctx, rec); err != nil {
+		return Forked{}, fmt.Errorf("fork: %w", err)
+	}
 	e, err := c.log.AppendAfter(ctx, rec, 0)
 	if errors.Is(err, splog.ErrMoved) {
 		return Forked{}, &records.FieldError{Field: "to", Rule: fmt.Sprintf("thread %q already has records; a fork starts a new thread", req.To)}

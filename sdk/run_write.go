@@ -112,6 +112,9 @@ func (r *Run) writeItems(items []*runItem) {
 			it.payload = nil
 		}
 		if it.err == nil {
+			it.rec, it.err = r.c.authorize(context.Background(), it.rec)
+		}
+		if it.err == nil {
 			var s submitted
 			if s, it.err = r.c.submit(context.Background(), it.rec); it.err == nil {
 				send = append(send, it)

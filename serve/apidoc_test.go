@@ -218,6 +218,7 @@ func TestRecordRaw(t *testing.T) {
 	for _, q := range []string{"?thread=th_raw", ""} {
 		req, _ := http.NewRequest("GET", b+"/v1/records/"+url.PathEscape(r.ID)+q, nil)
 		req.Header.Set("Accept", "application/cbor")
+		authorize(req)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatalf("GET raw: %v", err)

@@ -110,6 +110,11 @@ type Config struct {
 	// right, without a token.
 	HTTPTLSCert, HTTPTLSKey, HTTPClientCA string
 
+	// RequireSigned refuses every record that is not signed by the key
+	// bound to its actor, whichever face wrote it (sdk.WithRequireSigned):
+	// HTTP answers 400 naming the field actor (unsigned) or signature.
+	RequireSigned bool
+
 	// Timeout bounds one request of the log to the server (log.Options.Timeout).
 	Timeout time.Duration
 	// MaxBody bounds an HTTP request body (DefaultMaxBody when zero).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -215,6 +216,40 @@ type emitRequest struct {
 	Actor  string          `json:"actor"`
 	TS     *int64          `json:"ts"`
 	Body   json.RawMessage `json:"body"`
+
+	// A record its author signed (docs/http-api.md, "Signed records"):
+	// the standard base64 of the Ed25519 signature over the record's
+	// signing id, of its 32-byte salt, and optionally the did:key that
+	// signed (default: the actor's key). ts is required with them.
+	Signature string `json:"signature"`
+	Salt      string `json:"salt"`
+	Key       string `json:"key"`
+}
+
+// signed returns the salt and signature of a signed request; none when
+// the request carries neither.
+func (req emitRequest) signed() ([]byte, *records.Signature, error) {
+	if req.Signature == "" && req.Salt == "" && req.Key == "" {
+		return nil, nil, nil
+	}
+	if req.Signature == "" {
+		return nil, nil, &records.FieldError{Field: "signature", Rule: "required with salt or key"}
+	}
+	sig, err := records.DecodeSignature(req.Signature)
+	if err != nil {
+		return nil, nil, &records.FieldError{Field: "signature", Rule: "must be the standard base64 of a 64-byte Ed25519 signature"}
+	}
+	s := &records.Signature{Sig: sig}
+	if req.Key != "" {
+		if s.Key, err = records.ParseDIDKey(req.Key); err != nil {
+			return nil, nil, &records.FieldError{Field: "key", Rule: "must be the did:key of an Ed25519 key (did:key:z6Mk…)"}
+		}
+	}
+	salt, err := base64.StdEncoding.DecodeString(req.Salt)
+	if err != nil || len(salt) != records.SaltSize {
+		return nil, nil, &records.FieldError{Field: "salt", Rule: fmt.Sprintf("required with signature: the standard base64 of the record's %d-byte salt", records.SaltSize)}
+	}
+	return salt, s, nil
 }
 
 func (s *Server) handleEmit(w http.ResponseWriter, r *http.Request) {
@@ -248,6 +283,15 @@ func (s *Server) handleEmit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	salt, sig, err := req.signed()
+	if err == nil && sig != nil && req.TS == nil {
+		err = &records.FieldError{Field: "ts", Rule: "required with signature: the signed record's time"}
+	}
+	if err != nil {
+		s.m.refused.WithLabelValues("invalid").Inc()
+		s.fail(w, r, err)
+		return
+	}
 	ts := time.Now()
 	if req.TS != nil {
 		ts = time.UnixMilli(*req.TS)
@@ -264,7 +308,7 @@ func (s *Server) handleEmit(w http.ResponseWriter, r *http.Request) {
 	// itself, after its redaction policies took covered values out.
 	rc, err := l.AppendEvent(r.Context(), sdk.Event{
 		Act: rec.Header.Act, Kind: rec.Header.Kind, Thread: rec.Header.Thread, Actor: rec.Header.Actor, Time: ts,
-		Body: records.RawBody(body),
+		Body: records.RawBody(body), Salt: salt, Signature: sig,
 	})
 	var re *sdk.RetentionError
 	if err != nil && !errors.As(err, &re) {

@@ -212,6 +212,10 @@ func (s *Server) openLog() {
 		sdk.WithBatchObserver(s.m.observeBatch),
 		sdk.WithActor(""), // every request names its actor
 		sdk.WithMarkDir(s.cfg.Dir),
+		sdk.WithoutSigning(), // a client's record is signed by its author or not at all
+	}
+	if s.cfg.RequireSigned {
+		opts = append(opts, sdk.WithRequireSigned())
 	}
 	wait := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {

@@ -6,6 +6,7 @@ package logtest
 
 import (
 	"context"
+	"crypto/ed25519"
 	"fmt"
 	"time"
 
@@ -78,4 +79,35 @@ func Damage(ctx context.Context, dir string, del, forgeAt uint64, body any) (uin
 		}
 	}
 	return forge(ctx, l, c, forgeAt, body)
+}
+
+// Impersonate opens the embedded log in dir and appends a record of kind
+// on thread as actor straight to the log, past the service layer and its
+// rules (a server's --require-signed among them), as a writer holding the
+// log's credentials could: signed with key, or unsigned when key is nil.
+// The record is well formed and chained, so only its signature, or its
+// lack of one, gives it away. It returns the record's clock.
+func Impersonate(ctx context.Context, dir, thread, kind, actor string, key ed25519.PrivateKey) (uint64, error) {
+	c, err := natsio.Dial(ctx, natsio.Options{Dir: dir, Linger: time.Millisecond, Name: "logtest"})
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	l, err := log.On(ctx, c, log.Options{})
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	rec, err := records.New(records.ActSay, kind, thread, actor, time.Now(), map[string]any{"text": "not me"})
+	if err != nil {
+		return 0, fmt.Errorf("logtest: new record: %w", err)
+	}
+	if key != nil {
+		rec.Sign(key)
+	}
+	e, err := l.Append(ctx, rec)
+	if err != nil {
+		return 0, fmt.Errorf("logtest: append: %w", err)
+	}
+	return e.Clock, nil
 }

@@ -120,6 +120,8 @@ type app struct {
 	serverCert string // --server-cert, --server-key: client certificate
 	serverKey  string
 
+	keyFile string // --key-file: the actor's signing key (actor.go)
+
 	client *sdk.Client
 }
 
@@ -151,7 +153,11 @@ func (a *app) open(ctx context.Context) (*sdk.Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		c, err := sdk.Connect(ctx, a.server, sdk.WithNATSOptions(opts...))
+		sopts, err := a.signOptions()
+		if err != nil {
+			return nil, err
+		}
+		c, err := sdk.Connect(ctx, a.server, append(sopts, sdk.WithNATSOptions(opts...))...)
 		if err != nil {
 			return nil, fmt.Errorf("connect to %s: %w", natsio.Redact(a.server), err)
 		}
@@ -162,7 +168,11 @@ func (a *app) open(ctx context.Context) (*sdk.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := sdk.Open(ctx, sdk.WithDir(dir))
+	sopts, err := a.signOptions()
+	if err != nil {
+		return nil, err
+	}
+	c, err := sdk.Open(ctx, append(sopts, sdk.WithDir(dir))...)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
@@ -308,6 +318,8 @@ Environment:
              command line, where ps shows it); --token-file overrides them
   SPL_ACTOR  actor (a DID, e.g. did:sync:agent:dev) of the records you
              write; --actor overrides it
+  SPL_ACTOR_KEY  the key file that signs them (spl actor new); --key-file
+             overrides it
 
 Output:
   --json prints one JSON object or array on stdout, with the fields id,
@@ -351,10 +363,11 @@ func newRootCommand(a *app) *cobra.Command {
 	f.StringVar(&a.serverCA, "server-ca", "", "CA of the server's TLS certificate (tls:// URLs)")
 	f.StringVar(&a.serverCert, "server-cert", "", "client TLS certificate for --server")
 	f.StringVar(&a.serverKey, "server-key", "", "client TLS key for --server")
+	f.StringVar(&a.keyFile, "key-file", env.ActorKey(), "Ed25519 key that signs the records you write (spl actor new; default $SPL_ACTOR_KEY; none: unsigned)")
 
 	root.AddCommand(newSessionCommand(a), newEmitCommand(a), newThreadCommand(a),
 		newRecordCommand(a), newEraseCommand(a), newVerifyCommand(a), newRetentionCommand(a),
-		newProjectionsCommand(a), newServeCommand(a))
+		newProjectionsCommand(a), newServeCommand(a), newActorCommand(a))
 	root.AddCommand(newRunCommand(a))
 	return root
 }

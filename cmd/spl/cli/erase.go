@@ -123,7 +123,7 @@ func joinIDs(ids []records.ID) string {
 }
 
 func newVerifyCommand(a *app) *cobra.Command {
-	var all bool
+	var all, requireSigned bool
 	cmd := &cobra.Command{
 		Use:   "verify (THREAD | --all)",
 		Short: "Check the ids, digests and chain of a thread, or of the whole log",
@@ -140,7 +140,14 @@ stream behind it (purged, deleted and recreated, restored from an older
 copy) is reported as loss, with the clocks missing. Exits 0 only when
 nothing is corrupt, missing or lost, else 4;
 a THREAD with no records in the log exits 2 (not found).
-With --all and a terminal on stderr, shows progress there.`,
+With --all and a terminal on stderr, shows progress there.
+
+Signatures: every record is checked against the key its actor held at
+the record's clock (the key of a did:key; for another DID the newest
+binding on spl/actors before the record, see spl actor). A signature that
+does not verify, or by a key that is not the actor's, is listed naming
+the record, the actor and the key, and exits 4. Unsigned records are
+counted and listed; they fail only with --require-signed.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
 			switch {
@@ -178,9 +185,9 @@ With --all and a terminal on stderr, shows progress there.`,
 				return fmt.Errorf("verify: thread %q has no records, nothing to verify: %w", args[0], sdk.ErrNotFound)
 			}
 			if a.json {
-				err = writeJSON(cmd.OutOrStdout(), newVerifyJSON(rep))
+				err = writeJSON(cmd.OutOrStdout(), newVerifyJSON(rep, requireSigned))
 			} else {
-				err = writeVerify(cmd.OutOrStdout(), rep)
+				err = writeVerify(cmd.OutOrStdout(), rep, requireSigned)
 			}
 			if err != nil {
 				return fmt.Errorf("verify: %w", err)
@@ -189,13 +196,15 @@ With --all and a terminal on stderr, shows progress there.`,
 				return fmt.Errorf("verify: loss: clocks %d–%d missing, behind the high-water mark; %d corrupt, %d missing: %w",
 					rep.Loss.From, rep.Loss.To, len(rep.Corrupt), len(rep.Missing), errDamaged)
 			}
-			if !rep.OK() {
-				return fmt.Errorf("verify: %d corrupt, %d missing: %w", len(rep.Corrupt), len(rep.Missing), errDamaged)
+			if !rep.OKSigned(requireSigned) {
+				return fmt.Errorf("verify: %d corrupt, %d missing, %d bad signatures, %d unsigned: %w",
+					len(rep.Corrupt), len(rep.Missing), len(rep.BadSig), rep.UnsignedCount, errDamaged)
 			}
 			return nil
 		}),
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "verify every thread of the log")
+	cmd.Flags().BoolVar(&requireSigned, "require-signed", false, "fail on unsigned records too")
 	return cmd
 }
 
@@ -214,13 +223,16 @@ func progressTo(w io.Writer) func(uint64) {
 
 // writeVerify prints a verification report: the counts, then the corrupt
 // and the missing records, one a line.
-func writeVerify(w io.Writer, rep sdk.VerifyReport) error {
+func writeVerify(w io.Writer, rep sdk.VerifyReport, requireSigned bool) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "threads  %d\n", rep.Threads)
 	fmt.Fprintf(&b, "checked  %d\n", rep.Checked)
 	fmt.Fprintf(&b, "erased   %d (explained by erasure records)\n", len(rep.Erased))
 	fmt.Fprintf(&b, "corrupt  %d\n", len(rep.Corrupt))
 	fmt.Fprintf(&b, "missing  %d\n", len(rep.Missing))
+	fmt.Fprintf(&b, "signed   %d\n", rep.Signed)
+	fmt.Fprintf(&b, "unsigned %d\n", rep.UnsignedCount)
+	fmt.Fprintf(&b, "bad sigs %d\n", len(rep.BadSig))
 	if l := rep.Loss; l != nil {
 		fmt.Fprintf(&b, "loss     clocks %d–%d missing: %s\n", l.From, l.To, l.Reason)
 	}
@@ -239,11 +251,33 @@ func writeVerify(w io.Writer, rep sdk.VerifyReport) error {
 			return err
 		}
 	}
-	if rep.OK() {
+	for _, list := range []struct {
+		name     string
+		problems []sdk.SigProblem
+	}{{"bad signatures (do not verify, or not by the actor's key)", rep.BadSig}, {"unsigned", rep.Unsigned}} {
+		if len(list.problems) == 0 {
+			continue
+		}
+		fmt.Fprintln(w)
+		if err := writeSigProblems(w, list.name, list.problems); err != nil {
+			return err
+		}
+	}
+	if rep.OKSigned(requireSigned) {
 		_, err := fmt.Fprintln(w, "ok")
 		return err
 	}
 	return nil
+}
+
+func writeSigProblems(w io.Writer, what string, ps []sdk.SigProblem) error {
+	fmt.Fprintf(w, "%s:\n", what)
+	tw := newTable(w)
+	fmt.Fprintln(tw, "CLOCK\tID\tACTOR\tKEY\tREASON")
+	for _, p := range ps {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", p.Clock, idOrDash(p.ID), orDash(p.Actor), orDash(p.Key), cell(p.Reason, 200))
+	}
+	return tw.Flush()
 }
 
 func writeProblems(w io.Writer, what string, ps []sdk.VerifyProblem) error {

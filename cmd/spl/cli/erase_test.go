@@ -397,13 +397,18 @@ func TestVerifyReport(t *testing.T) {
 			{Clock: 9, Subject: "spl.rec.th_d.agent.step", ID: fixedID(4), Reason: "previous record " + fixedID(4).String() + " is not in the log and no erasure names it"},
 			{Clock: 8, Reason: "message deleted and no erasure names it"},
 		},
+		Signed: 1030, UnsignedCount: 1,
+		Unsigned: []sdk.SigProblem{{Clock: 3, ID: fixedID(5), Thread: "th_d", Actor: "did:sync:agent:dev", Reason: "unsigned"}},
+		BadSig: []sdk.SigProblem{{Clock: 21, ID: fixedID(6), Thread: "th_d", Actor: "did:sync:agent:dev",
+			Key: "did:key:z6MkiTBz1ymuepAQ4HEHYSF1H8quG5GLVVQR3djdX3mDooWp", Bound: "did:key:z6MkpTHR8VNsBxYAAWHut2Geadd9jSwuBV8xRoAnwWsdvktH",
+			Reason: "signed by did:key:z6MkiTBz1ymuepAQ4HEHYSF1H8quG5GLVVQR3djdX3mDooWp, but the key of actor did:sync:agent:dev is did:key:z6MkpTHR8VNsBxYAAWHut2Geadd9jSwuBV8xRoAnwWsdvktH"}},
 	}
 	var b bytes.Buffer
-	if err := writeVerify(&b, rep); err != nil {
+	if err := writeVerify(&b, rep, false); err != nil {
 		t.Fatal(err)
 	}
 	b.WriteString("--\n")
-	if err := writeVerify(&b, sdk.VerifyReport{Checked: 12, Threads: 1}); err != nil {
+	if err := writeVerify(&b, sdk.VerifyReport{Checked: 12, Threads: 1}, false); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "verify.golden", b.String())

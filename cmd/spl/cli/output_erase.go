@@ -55,6 +55,22 @@ type verifyJSON struct {
 	Corrupt []problemJSON `json:"corrupt"`
 	Missing []problemJSON `json:"missing"`
 	Loss    *lossJSON     `json:"loss,omitempty"`
+
+	Signed        int       `json:"signed"`
+	UnsignedCount int       `json:"unsigned_count"`
+	Unsigned      []sigJSON `json:"unsigned"` // the first 100
+	BadSig        []sigJSON `json:"bad_signatures"`
+}
+
+// sigJSON is a record whose signature failed, or that is unsigned.
+type sigJSON struct {
+	Clock  uint64 `json:"clock"`
+	ID     string `json:"id"`
+	Thread string `json:"thread"`
+	Actor  string `json:"actor"`
+	Key    string `json:"key,omitempty"`
+	Bound  string `json:"bound_key,omitempty"`
+	Reason string `json:"reason"`
 }
 
 // lossJSON is a log behind its high-water mark.
@@ -102,9 +118,22 @@ func newEraseJSON(thread string, res sdk.EraseResult) eraseJSON {
 	return res.Wire(thread)
 }
 
-func newVerifyJSON(rep sdk.VerifyReport) verifyJSON {
-	j := verifyJSON{OK: rep.OK(), Threads: rep.Threads, Checked: rep.Checked,
-		Erased: []erasedRef{}, Corrupt: []problemJSON{}, Missing: []problemJSON{}}
+func newVerifyJSON(rep sdk.VerifyReport, requireSigned bool) verifyJSON {
+	j := verifyJSON{OK: rep.OKSigned(requireSigned), Threads: rep.Threads, Checked: rep.Checked,
+		Erased: []erasedRef{}, Corrupt: []problemJSON{}, Missing: []problemJSON{},
+		Signed: rep.Signed, UnsignedCount: rep.UnsignedCount, Unsigned: []sigJSON{}, BadSig: []sigJSON{}}
+	for _, l := range []struct {
+		dst *[]sigJSON
+		src []sdk.SigProblem
+	}{{&j.Unsigned, rep.Unsigned}, {&j.BadSig, rep.BadSig}} {
+		for _, p := range l.src {
+			id := ""
+			if !p.ID.IsZero() {
+				id = p.ID.String()
+			}
+			*l.dst = append(*l.dst, sigJSON{Clock: p.Clock, ID: id, Thread: p.Thread, Actor: p.Actor, Key: p.Key, Bound: p.Bound, Reason: p.Reason})
+		}
+	}
 	if l := rep.Loss; l != nil {
 		j.Loss = &lossJSON{From: l.From, To: l.To, MarkClock: l.Mark.Clock, MarkID: l.Mark.ID, LastClock: l.LastClock, Reason: l.Reason}
 	}

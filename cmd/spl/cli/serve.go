@@ -38,7 +38,12 @@ to use them; --token-file, --http-token-file and --http-read-token-file
 (or --user, --nkey, --nats-config) set credentials of your own. Pass
 secrets in files or the environment: --token and --password are visible
 to every user in ps. --insecure-no-auth turns authentication off, for a
-trusted test network only.`,
+trusted test network only.
+
+--require-signed refuses, over HTTP, records not signed by the key bound
+to their actor (spl actor). NATS clients append through their own
+service layer, not the server's: check what they wrote with
+spl verify --all --require-signed.`,
 		Example: `  spl serve
   spl --server nats://127.0.0.1:4222 --token-file ~/.spl/token session list
   curl -H "Authorization: Bearer $(cat ~/.spl/read-token)" 127.0.0.1:7475/v1/threads
@@ -128,6 +133,7 @@ trusted test network only.`,
 	f.StringVar(&httpTokenFile, "http-token-file", "", "bearer token in this file for HTTP clients that write (default: the NATS token file)")
 	f.StringVar(&httpReadTokenFile, "http-read-token-file", "", "bearer token in this file for HTTP clients that only read (default: DIR/read-token)")
 	f.BoolVar(&cfg.InsecureNoAuth, "insecure-no-auth", false, "no authentication at all, NATS and HTTP: a trusted test network only")
+	f.BoolVar(&cfg.RequireSigned, "require-signed", false, "refuse records not signed by the key bound to their actor (spl actor)")
 	f.StringVar(&cfg.HTTPTLSCert, "http-tls-cert", "", "TLS certificate of the HTTP API")
 	f.StringVar(&cfg.HTTPTLSKey, "http-tls-key", "", "TLS key of the HTTP API")
 	f.StringVar(&cfg.HTTPClientCA, "http-client-ca", "", "CA of HTTP client certificates, which then authenticate (write right)")

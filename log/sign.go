@@ -1,0 +1,91 @@
+package log
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+
+	"github.com/spl-dev/spl/records"
+)
+
+// HeaderSig carries a record's signature (records.Signature), when it has
+// one: "<did:key>:<base64 signature>". Like Spl-Id it is beside the record,
+// not part of it: the writer sets it from the Sig of the record it is
+// given, and every read puts it back on the record it returns. A value
+// that does not parse is returned as a Signature with Malformed set, for
+// verification to report; the record itself still reads.
+const HeaderSig = "Spl-Sig"
+
+// signatureOf returns the signature the message m carries, or nil.
+func signatureOf(m stored) *records.Signature {
+	v := m.hdr.Get(HeaderSig)
+	if v == "" {
+		return nil
+	}
+	s, err := records.ParseSignature(v)
+	if err != nil {
+		return &records.Signature{Malformed: err.Error()}
+	}
+	return s
+}
+
+// EraseSigned makes Erase sign its erasure record with key (the key of
+// the erasure's actor).
+func EraseSigned(key ed25519.PrivateKey) EraseOption {
+	return func(o *eraseOptions) { o.sign = key }
+}
+
+// KeyRing reads the actor key bindings of the log (records.ActorThread).
+// Bindings that do not validate are left out and listed in bad; err is a
+// failed read. A corrupt binding is skipped: verification reports it.
+func (l *Log) KeyRing(ctx context.Context) (ring *records.KeyRing, bad []error, err error) {
+	ring = &records.KeyRing{}
+	for e, err := range l.Read(ctx, records.ActorThread, Kind(records.KindActorKey)) {
+		if err != nil {
+			if errors.Is(err, records.ErrCorrupt) {
+				continue
+			}
+			return ring, bad, fmt.Errorf("read actor keys: %w", err)
+		}
+		if err := ring.Add(e); err != nil {
+			bad = append(bad, err)
+		}
+	}
+	return ring, bad, nil
+}
+
+// SigProblem is a record whose signature failed, or that is unsigned.
+type SigProblem struct {
+	Clock  uint64
+	ID     records.ID
+	Thread string
+	Actor  string
+	Key    string // the did:key that signed; empty when unsigned or malformed
+	Bound  string // the did:key bound to the actor at the clock; empty: none
+	Reason string
+}
+
+// maxUnsignedListed bounds VerifyReport.Unsigned: the count is exact.
+const maxUnsignedListed = 100
+
+// checkSig applies the signature rule (records.KeyRing.Check) to e.
+func (rep *VerifyReport) checkSig(ring *records.KeyRing, e Entry) {
+	c := ring.Check(e.Clock, e.Record)
+	p := SigProblem{Clock: e.Clock, ID: e.ID, Thread: e.Record.Header.Thread, Actor: e.Record.Header.Actor, Key: c.Key, Bound: c.Bound, Reason: c.Reason}
+	switch c.Status {
+	case records.SigOK:
+		rep.Signed++
+	case records.SigUnsigned:
+		rep.UnsignedCount++
+		if len(rep.Unsigned) < maxUnsignedListed {
+			p.Reason = "unsigned"
+			if c.Bound != "" {
+				p.Reason = "unsigned, though actor " + p.Actor + " has key " + c.Bound
+			}
+			rep.Unsigned = append(rep.Unsigned, p)
+		}
+	default:
+		rep.BadSig = append(rep.BadSig, p)
+	}
+}

@@ -1,0 +1,157 @@
+package sdk_test
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spl-dev/spl/records"
+	"github.com/spl-dev/spl/sdk"
+)
+
+func keyOf(b byte) (ed25519.PrivateKey, string) {
+	k := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{b}, ed25519.SeedSize))
+	return k, records.DIDKey(k.Public().(ed25519.PublicKey))
+}
+
+func wantField(t *testing.T, err error, field string, words ...string) {
+	t.Helper()
+	var fe *records.FieldError
+	if !errors.As(err, &fe) || fe.Field != field {
+		t.Fatalf("err=%v, want a field error on %s", err, field)
+	}
+	for _, w := range words {
+		if !strings.Contains(err.Error(), w) {
+			t.Fatalf("err=%v, want it to name %s", err, w)
+		}
+	}
+}
+
+func TestSignedEmit(t *testing.T) {
+	ctx := ctxT(t)
+	dir := t.TempDir()
+	const dev = "did:sync:agent:dev"
+	key, keyDID := keyOf(1)
+	_, otherDID := keyOf(2)
+	other, _ := keyOf(2)
+	admin := open2(t, dir, sdk.WithActor("did:sync:admin"))
+	agent := open2(t, dir, sdk.WithSigningKey(key))
+	if got := agent.SigningKey(); got != keyDID {
+		t.Fatalf("SigningKey=%s, want %s", got, keyDID)
+	}
+	note := sdk.Event{Act: records.ActSay, Kind: "note.text", Thread: "th", Body: map[string]any{"text": "hi"}}
+
+	// A did:key actor needs no binding.
+	ev := note
+	ev.Actor = keyDID
+	r, err := agent.AppendEvent(ctx, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Sig == nil || r.CheckSignature() != nil {
+		t.Fatalf("stored record's signature %+v", r.Sig)
+	}
+	// A DID with no key bound: refused, saying how to bind it.
+	ev.Actor = dev
+	_, err = agent.Emit(ctx, ev)
+	wantField(t, err, "signature", dev, keyDID, "spl actor bind")
+
+	if _, err := admin.BindActorKey(ctx, "", dev, keyDID, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent.Emit(ctx, ev); err != nil {
+		t.Fatalf("emit after binding: %v", err)
+	}
+	p, err := agent.EmitAsync(ctx, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Another key claiming dev: refused, naming the actor and both keys.
+	forger := open2(t, dir, sdk.WithSigningKey(other))
+	_, err = forger.Emit(ctx, ev)
+	wantField(t, err, "signature", dev, otherDID, keyDID)
+
+	// A log that requires signatures refuses an unsigned record.
+	strict := open2(t, dir, sdk.WithRequireSigned())
+	_, err = strict.Emit(ctx, ev)
+	wantField(t, err, "actor", dev)
+
+	keys, err := admin.ActorKeys(ctx)
+	if err != nil || len(keys) != 1 || keys[0].Actor != dev || keys[0].Key != keyDID {
+		t.Fatalf("ActorKeys=%+v, %v", keys, err)
+	}
+	rep, err := admin.Verify(ctx, "th")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OKSigned(true) || rep.Signed != 3 {
+		t.Fatalf("verify %+v: want 3 signed, nothing else", rep)
+	}
+	// Revoked: dev's key no longer signs.
+	if _, err := admin.BindActorKey(ctx, "", dev, "", true); err != nil {
+		t.Fatal(err)
+	}
+	_, err = agent.Emit(ctx, ev)
+	wantField(t, err, "signature", dev)
+}
+
+// A record its author signed cannot be redacted: the signature would not
+// cover what is stored.
+func TestSignedRecordNotRedacted(t *testing.T) {
+	ctx := ctxT(t)
+	c := open(t, sdk.WithActor("did:sync:admin"))
+	key, keyDID := keyOf(3)
+	if _, err := c.SetRedaction(ctx, "", sdk.RedactionPolicy{Thread: "th", Keys: []string{"secret"}}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := records.New(records.ActSay, "note.text", "th", keyDID, time.Now(), map[string]any{"secret": "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Sign(key)
+	_, err = c.Append(ctx, rec)
+	wantField(t, err, "signature", "redaction")
+}
+
+func TestKeyFile(t *testing.T) {
+	key, did, err := sdk.GenerateKey()
+	if err != nil || !strings.HasPrefix(did, "did:key:z6Mk") {
+		t.Fatalf("GenerateKey: %s, %v", did, err)
+	}
+	path := filepath.Join(t.TempDir(), "keys", "a.key")
+	if err := sdk.WriteKeyFile(path, key); err != nil {
+		t.Fatal(err)
+	}
+	if err := sdk.WriteKeyFile(path, key); err == nil {
+		t.Fatal("WriteKeyFile replaced a key")
+	}
+	got, err := sdk.ReadKeyFile(path)
+	if err != nil || !got.Equal(key) {
+		t.Fatalf("ReadKeyFile: %v", err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sdk.ReadKeyFile(path); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Fatalf("ReadKeyFile of a readable file: %v", err)
+	}
+}
+
+// open2 opens a client on dir, closed when the test ends.
+func open2(t *testing.T, dir string, opts ...sdk.Option) *sdk.Client {
+	t.Helper()
+	c, err := sdk.Open(ctxT(t), append([]sdk.Option{sdk.WithDir(dir)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
