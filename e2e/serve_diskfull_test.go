@@ -8,10 +8,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/spl-dev/spl/records"
 )
 
-// TestServeDiskFull: spl serve on a 20 MiB tmpfs, four writers append
-// over TCP until the disk is full. Appends are then refused (or end in
+// TestServeDiskFull: spl serve on a 20 MiB tmpfs, 16 writers append over
+// TCP until the disk is full. Appends are then refused (or end in
 // doubt), never acknowledged and lost: after the server is killed, the
 // file system grown and the server started again, every acknowledged
 // record is in the log, and appends work again.
@@ -24,10 +26,19 @@ func TestServeDiskFull(t *testing.T) {
 	srv.start()
 	srv.wait(30 * time.Second)
 
-	const writers = 4
+	// Two writer connections of 8 callers each: their appends go out in
+	// group commits of several records (atomic batches), as the HTTP
+	// API's do.
+	const writers = 16
 	var as []*appender
 	for w := range writers {
-		as = append(as, newAppender(t, natsURL(port), fmt.Sprintf("full-w%d", w), 1))
+		thread := fmt.Sprintf("full-w%d", w)
+		if w%8 == 0 {
+			as = append(as, newAppender(t, natsURL(port), thread, 1))
+			continue
+		}
+		base := as[len(as)-1]
+		as = append(as, &appender{thread: thread, conn: base.conn, l: base.l, acked: map[records.ID]int{}})
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
