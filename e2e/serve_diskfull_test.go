@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -100,10 +99,5 @@ func TestServeDiskFull(t *testing.T) {
 		a.check(t, checker.l)
 	}
 	checker.run(nil, 3) // appends work again
-	t.Logf("%d appends acknowledged before the disk was full, none lost; server log:\n%s", acked, firstLines(srv.stderr.String(), 5))
-}
-
-func firstLines(s string, n int) string {
-	lines := strings.SplitN(s, "\n", n+1)
-	return strings.Join(lines[:min(n, len(lines))], "\n")
+	t.Logf("%d appends acknowledged before the disk was full, none lost", acked)
 }
