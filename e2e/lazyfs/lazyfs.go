@@ -81,8 +81,13 @@ func Mount(mountpoint, backing string) (*FS, error) {
 // CutPower drops every write not fsynced and unmounts. The processes
 // using the mount must be gone (killed) first. Once cut, the mount
 // neither writes nor fsyncs anything to the backing directory again.
+// Cutting it again does nothing.
 func (l *FS) CutPower() error {
 	l.mu.Lock()
+	if l.cut {
+		l.mu.Unlock()
+		return nil // cut already
+	}
 	l.cut = true
 	for _, f := range l.files {
 		f.drop()

@@ -25,6 +25,7 @@ func mount(t *testing.T) (*FS, string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { l.CutPower() })
 	return l, mnt, backing
 }
 
@@ -72,7 +73,7 @@ func TestCutPower(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.CutPower()
+	t.Cleanup(func() { l.CutPower() })
 	if got, _ := os.ReadFile(path); !bytes.Equal(got, synced) {
 		t.Fatalf("remounted: %d bytes, want the %d synced", len(got), len(synced))
 	}
