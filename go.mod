@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/fxamacker/cbor/v2 v2.9.6
+	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/minio/highwayhash v1.0.4

@@ -22,35 +22,7 @@ func TestServeClusterFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test")
 	}
-	bin := buildTestServer(t)
-	const size = 3
-	var client, route [size]int
-	for i := range size {
-		client[i], route[i] = freePort(t), freePort(t)
-	}
-	nodes := map[string]*node{}
-	var urls []string
-	for i := range size {
-		var routes []string
-		for j := range size {
-			if j != i {
-				routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", route[j]))
-			}
-		}
-		name := fmt.Sprintf("n%d", i+1)
-		nodes[name] = newNode(t, bin, name,
-			"-dir", t.TempDir(), "-name", name,
-			"-listen", fmt.Sprintf("127.0.0.1:%d", client[i]), "-no-http",
-			"-cluster-name", "spl-e2e", "-cluster", fmt.Sprintf("127.0.0.1:%d", route[i]),
-			"-routes", strings.Join(routes, ","), "-replicas", "3", "-timeout", "2s")
-		urls = append(urls, natsURL(client[i]))
-	}
-	for _, n := range nodes {
-		n.start()
-	}
-	for _, n := range nodes {
-		n.wait(45 * time.Second)
-	}
+	nodes, urls := startCluster(t)
 	all := strings.Join(urls, ",")
 
 	var as []*appender
@@ -107,7 +79,7 @@ func TestServeClusterFailover(t *testing.T) {
 				return false
 			}
 		}
-		return len(ci.Replicas) == size-1
+		return len(ci.Replicas) == len(nodes)-1
 	})
 	waitFor(t, 15*time.Second, "appends after the return", func() bool { return total() >= failover+40 })
 	halt()
@@ -139,6 +111,43 @@ func TestServeClusterFailover(t *testing.T) {
 	for _, n := range nodes {
 		n.stop(30 * time.Second)
 	}
+}
+
+// startCluster starts a 3-node cluster of spl serve processes on
+// loopback, the stream with 3 replicas, and returns the nodes by name
+// and their client URLs.
+func startCluster(t *testing.T, extra ...string) (map[string]*node, []string) {
+	t.Helper()
+	bin := buildTestServer(t)
+	const size = 3
+	var client, route [size]int
+	for i := range size {
+		client[i], route[i] = freePort(t), freePort(t)
+	}
+	nodes := map[string]*node{}
+	var urls []string
+	for i := range size {
+		var routes []string
+		for j := range size {
+			if j != i {
+				routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", route[j]))
+			}
+		}
+		name := fmt.Sprintf("n%d", i+1)
+		nodes[name] = newNode(t, bin, name, append([]string{
+			"-dir", t.TempDir(), "-name", name,
+			"-listen", fmt.Sprintf("127.0.0.1:%d", client[i]), "-no-http",
+			"-cluster-name", "spl-e2e", "-cluster", fmt.Sprintf("127.0.0.1:%d", route[i]),
+			"-routes", strings.Join(routes, ","), "-replicas", "3", "-timeout", "2s"}, extra...)...)
+		urls = append(urls, natsURL(client[i]))
+	}
+	for _, n := range nodes {
+		n.start()
+	}
+	for _, n := range nodes {
+		n.wait(45 * time.Second)
+	}
+	return nodes, urls
 }
 
 func streamInfo(t *testing.T, js jetstream.JetStream) *jetstream.StreamInfo {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/spl-dev/spl/records"
 )
@@ -42,6 +43,9 @@ type Pending struct {
 	data   []byte
 	first  bool   // first record of its thread in its batch
 	expect uint64 // when first: the thread's last clock it chains on
+
+	attempts int       // races lost to other writers so far
+	due      time.Time // when lost: when it is sent again
 
 	prevClock uint64 // clock of the record prev names, when before the batch
 	prevBack  int    // else how many messages back in the batch it is

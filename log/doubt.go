@@ -74,22 +74,40 @@ type landedRec struct {
 }
 
 // inDoubt handles a batch that was sent but not answered: it finds out
-// whether it landed (atomic: all or none), and retries it if it did not.
+// which of its records landed (check), completes those, and retries the
+// others.
 func (w *writer) inDoubt(batch []*Pending, runs map[string]*run, cause error, attempt int) {
 	for {
-		landed, first, err := w.check(batch, runs)
+		clocks, err := w.check(batch, runs)
 		if err == nil {
-			if landed {
-				w.landed1(batch, first, w.fsync())
+			var rest []*Pending
+			stored := false
+			for i, p := range batch {
+				if clocks[i] == 0 {
+					rest = append(rest, p)
+				} else {
+					stored = true
+				}
+			}
+			var serr error
+			if stored {
+				serr = w.fsync()
+			}
+			for i, p := range batch {
+				if clocks[i] != 0 {
+					w.settle(p, clocks[i], serr)
+				}
+			}
+			if len(rest) == 0 {
 				return
 			}
-			for t := range runs {
-				delete(w.heads, t)
+			for _, p := range rest {
+				delete(w.heads, p.rec.Header.Thread)
 			}
 			if attempt < maxAttempts {
-				w.land(batch, attempt+1)
+				w.land(rest, attempt+1)
 			} else {
-				w.fail(batch, cause)
+				w.fail(rest, cause)
 			}
 			return
 		}
@@ -117,22 +135,73 @@ func (w *writer) inDoubt(batch []*Pending, runs map[string]*run, cause error, at
 	}
 }
 
-// check looks for the batch's first thread run on the log: the record after
-// the run's expected last clock is either the run's first record, or the
-// batch did not land.
-func (w *writer) check(batch []*Pending, runs map[string]*run) (bool, uint64, error) {
-	p := batch[0]
-	r := runs[p.rec.Header.Thread]
+// check finds out which records of the batch landed: it returns the clock
+// of each, 0 for one that did not.
+//
+// An atomic batch is meant to land whole or not at all, but a single
+// nats-server does not keep that promise when it cannot store a record
+// midway (its storage limit reached, a full disk): its commit stores the
+// records in order, stops at the first it cannot store, and answers
+// nothing (processJetStreamAtomicBatchMsg in server/stream.go). Taking
+// the batch as landed because its first record did acknowledged records
+// that were never stored (faults.md, row 1). So the first record is
+// looked for, then the last; when the first landed and the last did not
+// land right after the others, each thread's records are looked for in
+// turn.
+func (w *writer) check(batch []*Pending, runs map[string]*run) ([]uint64, error) {
+	clocks := make([]uint64, len(batch))
 	ctx, cancel := context.WithTimeout(context.Background(), w.l.opts.Timeout)
 	defer cancel()
-	e, err := w.resolve(ctx, p.rec.Header.Thread, doubt{id: p.id, after: r.expect, pos: 0})
-	if err != nil {
-		return false, 0, err
+	at := func(p *Pending) (uint64, error) {
+		r := runs[p.rec.Header.Thread]
+		e, err := w.resolve(ctx, p.rec.Header.Thread, doubt{id: p.id, after: r.expect, pos: r.pos[p]})
+		return e.Clock, err
 	}
-	if e.Clock == 0 {
-		return false, 0, nil
+	first, err := at(batch[0])
+	if err != nil || first == 0 {
+		return clocks, err // none landed: the records are stored in order
 	}
-	return true, e.Clock, nil
+	n := len(batch) - 1
+	last := first
+	if n > 0 {
+		if last, err = at(batch[n]); err != nil {
+			return clocks, err
+		}
+	}
+	if last == first+uint64(n) {
+		for i := range clocks {
+			clocks[i] = first + uint64(i)
+		}
+		return clocks, nil
+	}
+	// Landed in part: walk each thread from where the batch began.
+	next := make(map[string]uint64, len(runs)) // where the thread's next record is looked for
+	stop := make(map[string]bool, len(runs))   // the thread's run stopped landing
+	for i, p := range batch {
+		t := p.rec.Header.Thread
+		if stop[t] {
+			continue
+		}
+		seq, ok := next[t]
+		if !ok {
+			seq = runs[t].expect + 1
+		}
+		m, err := w.l.getLeader(ctx, getRequest{Seq: seq, NextFor: ThreadSubject(t)})
+		if errors.Is(err, ErrNotFound) {
+			stop[t] = true
+			continue
+		}
+		if err != nil {
+			return clocks, err
+		}
+		if m.hdr.Get(HeaderID) != p.id.String() {
+			stop[t] = true
+			continue
+		}
+		clocks[i] = m.clock
+		next[t] = m.clock + 1
+	}
+	return clocks, nil
 }
 
 // resolve finds whether the record d describes landed: it returns its

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +43,7 @@ type writer struct {
 	wg    sync.WaitGroup
 	heads map[string]head // by thread
 	acks  *natsio.Replies // answers to pipelined publishes, when the writer fsyncs itself
+	later []*Pending      // appends that lost a race, waiting out their backoff (settleAll)
 
 	mu         sync.Mutex
 	landed     map[[32]byte]landedRec // recent appends by body digest, for retries
@@ -90,19 +92,33 @@ func (w *writer) run() {
 	woke := 0 // callers the last commit answered
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	retry := time.NewTimer(time.Hour) // the next of later is due
+	retry.Stop()
 	for {
-		batch = batch[:0]
-		select {
-		case p := <-w.in:
-			batch = append(batch, p)
-		case <-w.quit:
-			// Finish what was queued before the close, in batches.
-			for {
-				if batch = w.gather(batch[:0], 0, nil); len(batch) == 0 {
-					return
-				}
-				w.commit(batch)
+		batch = w.due(batch[:0], false)
+		if len(batch) == 0 {
+			var wake <-chan time.Time
+			if next, ok := w.nextDue(); ok {
+				retry.Reset(time.Until(next))
+				wake = retry.C
 			}
+			select {
+			case p := <-w.in:
+				batch = append(batch, p)
+			case <-wake:
+				continue
+			case <-w.quit:
+				// Finish what was queued before the close, in batches,
+				// and the retries without their backoff.
+				for {
+					batch = w.gather(w.due(batch[:0], true), 0, nil)
+					if len(batch) == 0 {
+						return
+					}
+					w.commit(batch)
+				}
+			}
+			retry.Stop()
 		}
 		// The callers the last commit answered are likely to append again
 		// at once: give them a moment to join this batch, so that under
@@ -118,6 +134,40 @@ func (w *writer) run() {
 		woke = len(batch)
 		w.commit(batch)
 	}
+}
+
+// due adds to batch the retries whose backoff is over (all of them with
+// all set), in the order they lost their race.
+func (w *writer) due(batch []*Pending, all bool) []*Pending {
+	if len(w.later) == 0 {
+		return batch
+	}
+	now := time.Now()
+	keep := w.later[:0]
+	for _, p := range w.later {
+		if all || !p.due.After(now) {
+			batch = append(batch, p)
+		} else {
+			keep = append(keep, p)
+		}
+	}
+	clear(w.later[len(keep):])
+	w.later = keep
+	return batch
+}
+
+// nextDue is when the first retry is due.
+func (w *writer) nextDue() (time.Time, bool) {
+	if len(w.later) == 0 {
+		return time.Time{}, false
+	}
+	next := w.later[0].due
+	for _, p := range w.later[1:] {
+		if p.due.Before(next) {
+			next = p.due
+		}
+	}
+	return next, true
 }
 
 // gather adds to batch what waits in the queue, up to the batch limits.
@@ -172,9 +222,13 @@ func (w *writer) commit(batch []*Pending) {
 
 const maxAttempts = 64
 
-func backoff(attempt int) {
+// backoff is how long an append that lost its race attempt times waits
+// before it is sent again: a random while, growing with each lost race,
+// so that a slower writer (one further from the server) is not starved
+// by a faster one.
+func backoff(attempt int) time.Duration {
 	ceil := time.Duration(50<<min(attempt, 10)) * time.Microsecond
-	time.Sleep(min(ceil, 20*time.Millisecond) * time.Duration(1+rand.IntN(100)) / 100)
+	return min(ceil, 20*time.Millisecond) * time.Duration(1+rand.IntN(100)) / 100
 }
 
 // admit takes the appends of batch to send, and returns them. Each is
@@ -241,38 +295,112 @@ type unit struct {
 // failed, resolved when in doubt, and those that lost a race to another
 // writer sent again.
 func (w *writer) settleAll(units []unit, serr error, attempt int) {
-	var retry []*Pending
+	var retry, apart []*Pending
+	var lost error // why the retries lost their race
 	for _, u := range units {
 		switch err := u.err; {
 		case err == nil:
 			w.landed1(u.batch, u.first, serr)
 		case errors.Is(err, ErrDiskFull):
 			w.fail(u.batch, err) // no half of it would fit better
-		case errors.Is(err, errStale) && attempt < maxAttempts:
-			retry = append(retry, u.batch...)
+		case errors.Is(err, errStale) && len(threadRuns(u.batch)) > 1:
+			// One thread of the batch lost a race, and the batch with
+			// it: the others are not to share its fate (nor its
+			// retries). Each thread goes again on its own.
+			apart = append(apart, u.batch...)
+		case errors.Is(err, errStale):
+			retry, lost = append(retry, u.batch...), err
 		case errors.Is(err, errRefused) && len(u.batch) > 1:
 			mid := len(u.batch) / 2
 			w.land(u.batch[:mid], attempt)
 			w.land(u.batch[mid:], attempt)
 		case errors.Is(err, errRefused):
 			w.fail(u.batch, err)
-		case errors.Is(err, errStale):
-			// Every attempt lost the race for its threads: final.
-			w.fail(u.batch, fmt.Errorf("%w after %d attempts: %w", ErrConflict, attempt+1, err))
 		default:
 			w.inDoubt(u.batch, threadRuns(u.batch), err, attempt)
 		}
 	}
+	if len(apart) > 0 {
+		w.landApart(apart, attempt)
+	}
 	if len(retry) > 0 {
-		// Another writer moved these threads on. Back off a random while,
-		// growing with each lost race, so a slower writer (one further
-		// from the server) is not starved by a faster one.
+		// Another writer moved these threads on: their heads are read
+		// again, and the appends wait out a backoff in later, while the
+		// writer goes on with the others' appends (run). Waiting here
+		// instead would make every caller of this writer wait for the
+		// race of one thread.
 		for _, p := range retry {
 			delete(w.heads, p.rec.Header.Thread)
 		}
-		backoff(attempt)
-		w.land(retry, attempt+1)
+		now := time.Now()
+		for _, p := range retry {
+			if p.attempts >= maxAttempts {
+				// Every attempt lost the race for its thread: final.
+				p.finish(Entry{}, fmt.Errorf("spl/log: append: %w after %d attempts: %w", ErrConflict, p.attempts+1, lost))
+				continue
+			}
+			p.attempts++
+			p.due = now.Add(backoff(p.attempts))
+			w.later = append(w.later, p)
+		}
 	}
+}
+
+// landApart sends each thread's appends of batch as a unit of its own,
+// all at once, so that a thread that lost a race to another writer fails
+// alone: the others land, and only it is retried (settleAll).
+func (w *writer) landApart(batch []*Pending, attempt int) {
+	batch = admit(batch)
+	var groups [][]*Pending
+	at := map[string]int{}
+	for _, p := range batch {
+		t := p.rec.Header.Thread
+		i, ok := at[t]
+		if !ok {
+			i = len(groups)
+			at[t] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], p)
+	}
+	units := make([]unit, 0, len(groups))
+	for _, g := range groups {
+		sealed, err := w.seal(g)
+		if err != nil {
+			w.fail(sealed, err)
+			continue
+		}
+		if len(sealed) > 0 {
+			units = append(units, unit{batch: sealed})
+		}
+	}
+	if len(units) == 0 {
+		return
+	}
+	sent := time.Now()
+	var wg sync.WaitGroup
+	for i := range units {
+		wg.Go(func() { units[i].first, units[i].err = w.send(units[i].batch) })
+	}
+	wg.Wait()
+	stored := false
+	var firstErr error
+	for _, u := range units {
+		if u.err == nil {
+			stored = true
+		} else if firstErr == nil {
+			firstErr = u.err
+		}
+	}
+	var serr error
+	var synced time.Duration
+	if stored {
+		s0 := time.Now()
+		serr = w.fsync()
+		synced = time.Since(s0)
+	}
+	w.observe(batch, sent, synced, cmp.Or(firstErr, serr))
+	w.settleAll(units, serr, attempt)
 }
 
 // observe reports one group commit to Options.Observe.

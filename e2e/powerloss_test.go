@@ -1,0 +1,267 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spl-dev/spl/e2e/lazyfs"
+)
+
+// The power-loss tests run the log on lazyfs, which keeps file data in
+// memory until it is fsynced and drops the rest when the power is cut:
+// kill -9 alone cannot show a missing fsync, the kernel keeps the page
+// cache. Four writer processes append until the power is cut at a
+// random moment (every process killed, then the unsynced data dropped);
+// the file system is mounted again, the log opened, and every append
+// that was acknowledged must be there.
+
+const (
+	powerCuts    = 5
+	powerWriters = 4
+)
+
+// needLazyFS skips the test, saying why, where lazyfs cannot be mounted.
+func needLazyFS(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount lazyfs (FUSE); run the test as root")
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		t.Skipf("needs /dev/fuse to mount lazyfs: %v", err)
+	}
+	if _, err := exec.LookPath("fusermount3"); err != nil {
+		t.Skip("needs fusermount3 to mount lazyfs: apt-get install fuse3")
+	}
+}
+
+// buildHelper builds a command of this module into the test's temporary
+// directory.
+func buildHelper(t *testing.T, pkg string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, pkg)...)
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	return bin
+}
+
+// TestPowerLossEmbedded: the embedded log (the default: the writer
+// fsyncs the stream's blocks once per group commit, before any ack)
+// loses no acknowledged append when the power is cut.
+func TestPowerLossEmbedded(t *testing.T) { powerLoss(t, false, false) }
+
+// TestPowerLossServe: nor does spl serve (SyncAlways: the server fsyncs
+// before it acks).
+func TestPowerLossServe(t *testing.T) { powerLoss(t, true, false) }
+
+// TestPowerLossCaught is the control: without the fsync before the ack
+// (log.Options.NoSync), the same cuts lose acknowledged appends, so the
+// two tests above would see a missing fsync.
+func TestPowerLossCaught(t *testing.T) { powerLoss(t, false, true) }
+
+func powerLoss(t *testing.T, serve, nosync bool) {
+	needLazyFS(t)
+	writer := buildHelper(t, "./e2e/internal/powerwriter")
+	var srvBin string
+	if serve {
+		srvBin = buildTestServer(t)
+	}
+	mnt, backing := t.TempDir(), t.TempDir()
+	if err := os.Mkdir(filepath.Join(backing, "spl"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(mnt, "spl")
+	var threads []string
+	for i := range powerWriters {
+		threads = append(threads, fmt.Sprintf("th_power_%d", i))
+	}
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	t.Logf("seed %d", seed)
+
+	var fs *lazyfs.FS
+	mount := func() {
+		t.Helper()
+		var err error
+		if fs, err = lazyfs.Mount(mnt, backing); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cut := func() {
+		t.Helper()
+		if err := fs.CutPower(); err != nil {
+			t.Fatal(err)
+		}
+		fs = nil
+	}
+	t.Cleanup(func() {
+		if fs != nil {
+			fs.CutPower()
+		}
+	})
+	// startServer starts spl serve on the mount and returns its URL.
+	startServer := func() (*node, string) {
+		t.Helper()
+		port := freePort(t)
+		n := newNode(t, srvBin, "serve", "-dir", dir, "-listen", fmt.Sprintf("127.0.0.1:%d", port), "-no-http")
+		n.start()
+		n.wait(60 * time.Second)
+		return n, natsURL(port)
+	}
+	target := func(url string) []string {
+		if serve {
+			return []string{"-server", url, "-token", testToken}
+		}
+		if nosync {
+			return []string{"-dir", dir, "-nosync"}
+		}
+		return []string{"-dir", dir}
+	}
+
+	cuts := powerCuts
+	if nosync {
+		cuts = 2 // a control: it loses at the first
+	}
+	acked := map[string]string{} // id → thread, over all cuts
+	lost := map[string]bool{}
+	totalAcks := 0
+	for c := range cuts {
+		mount()
+		var srv *node
+		var url string
+		if serve {
+			srv, url = startServer()
+		}
+		// The writers, until the power is cut.
+		var (
+			mu    sync.Mutex
+			ready sync.WaitGroup
+			done  sync.WaitGroup
+			procs []*exec.Cmd
+			errs  []*lockedBuffer
+			acks  int
+		)
+		for i := range powerWriters {
+			cmd := exec.Command(writer, append(target(url), "-threads", threads[i], "-cycle", fmt.Sprint(c))...)
+			stderr := &lockedBuffer{}
+			cmd.Stderr = stderr
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			procs, errs = append(procs, cmd), append(errs, stderr)
+			ready.Add(1)
+			done.Add(1)
+			go func() {
+				defer done.Done()
+				sawReady := false
+				defer func() {
+					if !sawReady {
+						ready.Done()
+					}
+				}()
+				sc := bufio.NewScanner(out)
+				for sc.Scan() {
+					f := strings.Fields(sc.Text())
+					switch {
+					case len(f) == 1 && f[0] == "ready":
+						sawReady = true
+						ready.Done()
+					case len(f) == 3 && f[0] == "ack":
+						mu.Lock()
+						acked[f[2]] = f[1]
+						acks++
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+		readyC := make(chan struct{})
+		go func() { ready.Wait(); close(readyC) }()
+		select {
+		case <-readyC:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("cut %d: writers not ready in 60s; stderr: %s", c, errs[0])
+		}
+		run := time.Duration(1000+rng.IntN(2000)) * time.Millisecond
+		time.Sleep(run)
+		// The power is cut: every process stops at once...
+		for _, p := range procs {
+			p.Process.Signal(syscall.SIGKILL)
+		}
+		if srv != nil {
+			srv.cmd.Process.Signal(syscall.SIGKILL)
+		}
+		done.Wait()
+		for _, p := range procs {
+			p.Wait()
+		}
+		if srv != nil {
+			srv.kill()
+		}
+		// ...and what was not fsynced is gone.
+		cut()
+		mu.Lock()
+		totalAcks += acks
+		mu.Unlock()
+		if acks == 0 {
+			t.Errorf("cut %d: no append acknowledged in %v; a writer's stderr:\n%s", c, run, errs[0])
+		}
+
+		// Power back: every acknowledged append must be there.
+		mount()
+		if serve {
+			srv, url = startServer()
+		}
+		check := exec.Command(writer, append(target(url), "-threads", strings.Join(threads, ","), "-check")...)
+		var stderr strings.Builder
+		check.Stderr = &stderr
+		out, err := check.Output()
+		if err != nil {
+			t.Fatalf("cut %d: open and read the log after the cut: %v\n%s", c, err, stderr.String())
+		}
+		have := map[string]bool{}
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(line); len(f) == 3 && f[0] == "have" {
+				have[f[2]] = true
+			}
+		}
+		newly := 0
+		for id := range acked {
+			if !have[id] && !lost[id] {
+				lost[id] = true
+				newly++
+			}
+		}
+		t.Logf("cut %d after %v: %d appends acknowledged, %d records held, %d acknowledged lost", c, run, acks, len(have), newly)
+		if srv != nil {
+			srv.stop(30 * time.Second)
+		}
+		cut()
+	}
+	t.Logf("%d cuts, %d appends acknowledged, %d lost", cuts, totalAcks, len(lost))
+	switch {
+	case nosync && len(lost) == 0:
+		t.Errorf("without fsync, %d power cuts lost none of %d acknowledged appends: the test cannot see a missing fsync", cuts, totalAcks)
+	case !nosync && len(lost) > 0:
+		t.Errorf("%d acknowledged appends lost over %d power cuts (of %d acknowledged)", len(lost), cuts, totalAcks)
+	}
+}
