@@ -120,16 +120,9 @@ type eraseRequest struct {
 }
 
 func (s *Server) handleErase(w http.ResponseWriter, r *http.Request) {
-	l := s.liveLog(w)
-	if l == nil {
-		return
-	}
-	thread, ok := s.threadParam(w, r)
-	if !ok {
-		return
-	}
 	var req eraseRequest
-	if !s.readRequest(w, r, &req) {
+	l, thread, ok := s.threadRequest(w, r, &req)
+	if !ok {
 		return
 	}
 	var res sdk.EraseResult
@@ -166,16 +159,9 @@ type pinRequest struct {
 }
 
 func (s *Server) handlePin(w http.ResponseWriter, r *http.Request) {
-	l := s.liveLog(w)
-	if l == nil {
-		return
-	}
-	thread, ok := s.threadParam(w, r)
-	if !ok {
-		return
-	}
 	var req pinRequest
-	if !s.readRequest(w, r, &req) {
+	l, thread, ok := s.threadRequest(w, r, &req)
+	if !ok {
 		return
 	}
 	id, err := records.ParseID(req.ID)

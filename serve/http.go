@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -257,20 +256,8 @@ func (s *Server) handleEmit(w http.ResponseWriter, r *http.Request) {
 	if l == nil {
 		return
 	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			s.refuse(w, http.StatusRequestEntityTooLarge, "too_large",
-				wire.Error{Error: fmt.Sprintf("request body over %d bytes", mbe.Limit), Field: "body", Rule: fmt.Sprintf("at most %d bytes", mbe.Limit)})
-			return
-		}
-		s.refuse(w, http.StatusBadRequest, "bad_json", wire.Error{Error: "read request: " + err.Error()})
-		return
-	}
 	var req emitRequest
-	if e, ok := decodeStrict(data, &req); !ok {
-		s.refuse(w, http.StatusBadRequest, "bad_json", e)
+	if !s.readRequest(w, r, &req) {
 		return
 	}
 	if len(req.Body) == 0 {

@@ -32,8 +32,18 @@ func (s *Server) threadParam(w http.ResponseWriter, r *http.Request) (string, bo
 }
 
 // readRequest reads a JSON request body into v, strictly (decodeStrict),
-// answering what is wrong.
+// answering what is wrong: 413 past Config.MaxBody, else 400.
 func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, v any) bool {
+	return s.decodeRequest(w, r, v, false)
+}
+
+// readOptional is readRequest for a request whose every field is
+// optional: an empty body is {}.
+func (s *Server) readOptional(w http.ResponseWriter, r *http.Request, v any) bool {
+	return s.decodeRequest(w, r, v, true)
+}
+
+func (s *Server) decodeRequest(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) bool {
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -45,11 +55,29 @@ func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, v any) bool
 		s.refuse(w, http.StatusBadRequest, "bad_json", wire.Error{Error: "read request: " + err.Error()})
 		return false
 	}
+	if len(data) == 0 && emptyOK {
+		data = []byte("{}")
+	}
 	if e, ok := decodeStrict(data, v); !ok {
 		s.refuse(w, http.StatusBadRequest, "bad_json", e)
 		return false
 	}
 	return true
+}
+
+// threadRequest is the start of a request on /v1/threads/{thread}/…: the
+// service layer (503 when there is none yet), the thread (400 for a bad
+// one) and, when req is not nil, the JSON body decoded into it.
+func (s *Server) threadRequest(w http.ResponseWriter, r *http.Request, req any) (*sdk.Client, string, bool) {
+	l := s.liveLog(w)
+	if l == nil {
+		return nil, "", false
+	}
+	thread, ok := s.threadParam(w, r)
+	if !ok || req != nil && !s.readRequest(w, r, req) {
+		return nil, "", false
+	}
+	return l, thread, true
 }
 
 // checkpointsResponse is the answer of GET /v1/threads/{thread}/checkpoints.
@@ -59,11 +87,7 @@ type checkpointsResponse struct {
 }
 
 func (s *Server) handleCheckpoints(w http.ResponseWriter, r *http.Request) {
-	l := s.liveLog(w)
-	if l == nil {
-		return
-	}
-	thread, ok := s.threadParam(w, r)
+	l, thread, ok := s.threadRequest(w, r, nil)
 	if !ok {
 		return
 	}
@@ -125,11 +149,7 @@ func (s *Server) checkpointByRef(w http.ResponseWriter, r *http.Request, l *sdk.
 }
 
 func (s *Server) handleLineage(w http.ResponseWriter, r *http.Request) {
-	l := s.liveLog(w)
-	if l == nil {
-		return
-	}
-	thread, ok := s.threadParam(w, r)
+	l, thread, ok := s.threadRequest(w, r, nil)
 	if !ok {
 		return
 	}
@@ -150,16 +170,9 @@ type forkRequest struct {
 }
 
 func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) {
-	l := s.liveLog(w)
-	if l == nil {
-		return
-	}
-	thread, ok := s.threadParam(w, r)
-	if !ok {
-		return
-	}
 	var req forkRequest
-	if !s.readRequest(w, r, &req) {
+	l, thread, ok := s.threadRequest(w, r, &req)
+	if !ok {
 		return
 	}
 	if req.Actor == "" {
@@ -187,11 +200,7 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
-	l := s.liveLog(w)
-	if l == nil {
-		return
-	}
-	thread, ok := s.threadParam(w, r)
+	l, thread, ok := s.threadRequest(w, r, nil)
 	if !ok {
 		return
 	}
@@ -235,16 +244,9 @@ type pruneRequest struct {
 }
 
 func (s *Server) handlePrune(w http.ResponseWriter, r *http.Request) {
-	l := s.liveLog(w)
-	if l == nil {
-		return
-	}
-	thread, ok := s.threadParam(w, r)
-	if !ok {
-		return
-	}
 	var req pruneRequest
-	if !s.readRequest(w, r, &req) {
+	l, thread, ok := s.threadRequest(w, r, &req)
+	if !ok {
 		return
 	}
 	if req.Actor == "" && !req.DryRun {

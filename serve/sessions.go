@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -76,29 +75,13 @@ type pauseRequest struct {
 	SessionID   string   `json:"sessionId"`
 }
 
-func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
-	if err != nil {
-		s.refuse(w, http.StatusBadRequest, "bad_json", wire.Error{Error: "read request: " + err.Error()})
-		return false
-	}
-	if len(data) == 0 {
-		data = []byte("{}")
-	}
-	if e, ok := decodeStrict(data, v); !ok {
-		s.refuse(w, http.StatusBadRequest, "bad_json", e)
-		return false
-	}
-	return true
-}
-
 func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
 	l := s.liveLog(w)
 	if l == nil {
 		return
 	}
 	var req pauseRequest
-	if !s.readJSON(w, r, &req) {
+	if !s.readOptional(w, r, &req) {
 		return
 	}
 	p, err := l.PauseSession(r.Context(), r.PathValue("thread"), req.Actor, sdk.PauseOptions{
@@ -130,7 +113,7 @@ func (s *Server) handleResume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req resumeRequest
-	if !s.readJSON(w, r, &req) {
+	if !s.readOptional(w, r, &req) {
 		return
 	}
 	o := sdk.ResumeOptions{Ref: req.From}
