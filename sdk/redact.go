@@ -137,6 +137,20 @@ func (c *Client) redact(ctx context.Context, rec *records.Record) (*records.Reco
 // when nothing is covered. A run's payload, which may be stored beside
 // the log rather than in a record, passes here before it is stored.
 func (c *Client) redactBody(ctx context.Context, thread string, body []byte) ([]byte, []string, error) {
+	homes, err := c.redactions.homes(func() (map[string]bool, error) {
+		ts, err := c.log.ThreadsWith(ctx, records.KindRedaction)
+		m := make(map[string]bool, len(ts))
+		for _, t := range ts {
+			m[t] = true
+		}
+		return m, err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("spl/sdk: redaction: %w", err)
+	}
+	if !homes[RedactionThread] && !homes[thread] {
+		return body, nil, nil // no policy holds for thread: nothing to read
+	}
 	pols, err := c.redactions.get(thread, func() ([]RedactionPolicy, error) { return c.RedactionFor(ctx, thread) })
 	if err != nil {
 		return nil, nil, fmt.Errorf("spl/sdk: redaction: %w", err)
@@ -170,6 +184,12 @@ func (c *Client) redactBody(ctx context.Context, thread string, body []byte) ([]
 type redactionCache struct {
 	mu  sync.Mutex
 	m   map[string]cachedRedaction
+	// The threads that hold a policy (RedactionThread for the policy of
+	// all), read in one look at the stream's subjects: a thread none
+	// covers costs no read of its own.
+	hs    map[string]bool
+	hsAt  time.Time
+	hsGen uint64
 	gen atomic.Uint64 // bumped by every policy seen
 	sub *nats.Subscription
 }
@@ -229,6 +249,27 @@ func (rc *redactionCache) get(thread string, read func() ([]RedactionPolicy, err
 func (rc *redactionCache) clear() {
 	rc.gen.Add(1)
 	rc.mu.Lock()
-	rc.m = nil
+	rc.m, rc.hs = nil, nil
 	rc.mu.Unlock()
+}
+
+// homes returns the threads that hold a redaction policy, as read last
+// (within policyTTL, and since no policy record was seen), else anew.
+func (rc *redactionCache) homes(read func() (map[string]bool, error)) (map[string]bool, error) {
+	gen := rc.gen.Load()
+	rc.mu.Lock()
+	hs, at, hsGen := rc.hs, rc.hsAt, rc.hsGen
+	rc.mu.Unlock()
+	if hs != nil && hsGen == gen && time.Since(at) < policyTTL {
+		return hs, nil
+	}
+	now := time.Now()
+	hs, err := read()
+	if err != nil {
+		return nil, err
+	}
+	rc.mu.Lock()
+	rc.hs, rc.hsAt, rc.hsGen = hs, now, gen
+	rc.mu.Unlock()
+	return hs, nil
 }
