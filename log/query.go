@@ -37,7 +37,9 @@ func (l *Log) Stats(ctx context.Context) (Stats, error) {
 }
 
 // ThreadsWith lists, sorted, the threads that hold records of kind, from
-// the stream's per-subject counts (no record is read).
+// the stream's per-subject counts (no record is read). Like a read, it
+// is asked again of the next owner when the connection drops before the
+// answer (an embedded server's owner that died).
 func (l *Log) ThreadsWith(ctx context.Context, kind string) ([]string, error) {
 	if err := records.CheckKind(kind); err != nil {
 		return nil, fmt.Errorf("threads with %s: %w", kind, err)
@@ -45,16 +47,24 @@ func (l *Log) ThreadsWith(ctx context.Context, kind string) ([]string, error) {
 	if l.readsClosed() {
 		return nil, ErrClosed
 	}
-	s, err := l.c.JS.Stream(ctx, l.opts.Stream)
+	var subjects map[string]uint64
+	err := l.retryLost(ctx, func(ctx context.Context) error {
+		s, err := l.c.JS.Stream(ctx, l.opts.Stream)
+		if err != nil {
+			return fmt.Errorf("stream: %w", err)
+		}
+		info, err := s.Info(ctx, jetstream.WithSubjectFilter(SubjectPrefix+".*."+kind))
+		if err != nil {
+			return fmt.Errorf("stream info: %w", err)
+		}
+		subjects = info.State.Subjects
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("stream: %w", err)
-	}
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(SubjectPrefix+".*."+kind))
-	if err != nil {
-		return nil, fmt.Errorf("stream info: %w", err)
+		return nil, err
 	}
 	var out []string
-	for subj, n := range info.State.Subjects {
+	for subj, n := range subjects {
 		if n == 0 || subjectKind(subj) != kind {
 			continue
 		}

@@ -182,16 +182,16 @@ func (c *Client) redactBody(ctx context.Context, thread string, body []byte) ([]
 // moment its record reaches this process; policyTTL bounds the staleness
 // when that message was missed (a reconnect).
 type redactionCache struct {
-	mu  sync.Mutex
-	m   map[string]cachedRedaction
+	mu sync.Mutex
+	m  map[string]cachedRedaction
 	// The threads that hold a policy (RedactionThread for the policy of
 	// all), read in one look at the stream's subjects: a thread none
 	// covers costs no read of its own.
 	hs    map[string]bool
 	hsAt  time.Time
 	hsGen uint64
-	gen atomic.Uint64 // bumped by every policy seen
-	sub *nats.Subscription
+	gen   atomic.Uint64 // bumped by every policy seen
+	sub   *nats.Subscription
 }
 
 type cachedRedaction struct {
