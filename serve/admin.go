@@ -217,12 +217,9 @@ func (req retentionRequest) policy() sdk.RetentionPolicy {
 }
 
 func (s *Server) handleSetRetention(w http.ResponseWriter, r *http.Request) {
-	l := s.liveLog(w)
-	if l == nil {
-		return
-	}
 	var req retentionRequest
-	if !s.readRequest(w, r, &req) {
+	l, ok := s.bodyRequest(w, r, &req)
+	if !ok {
 		return
 	}
 	p := req.policy()
@@ -236,12 +233,9 @@ func (s *Server) handleSetRetention(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleClearRetention(w http.ResponseWriter, r *http.Request) {
-	l := s.liveLog(w)
-	if l == nil {
-		return
-	}
 	var req retentionRequest
-	if !s.readRequest(w, r, &req) {
+	l, ok := s.bodyRequest(w, r, &req)
+	if !ok {
 		return
 	}
 	p := req.policy()

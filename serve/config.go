@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -172,42 +173,21 @@ func configErr(field, format string, args ...any) *ConfigError {
 
 // withDefaults returns c with its defaults filled in.
 func (c Config) withDefaults() Config {
-	if c.Listen == "" {
-		c.Listen = DefaultListen
+	replicas := 1
+	if c.ClusterName != "" {
+		replicas = 3
 	}
-	if c.HTTP == "" {
-		c.HTTP = DefaultHTTP
-	}
-	if c.Replicas == 0 {
-		c.Replicas = 1
-		if c.ClusterName != "" {
-			c.Replicas = 3
-		}
-	}
-	if c.MaxBody == 0 {
-		c.MaxBody = DefaultMaxBody
-	}
-	if c.Heartbeat == 0 {
-		c.Heartbeat = DefaultHeartbeat
-	}
-	if c.ThreadsWait == 0 {
-		c.ThreadsWait = DefaultThreadsWait
-	}
-	if c.ShutdownTimeout == 0 {
-		c.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	if c.HTTPReadTimeout == 0 {
-		c.HTTPReadTimeout = DefaultHTTPReadTimeout
-	}
-	if c.HTTPWriteTimeout == 0 {
-		c.HTTPWriteTimeout = DefaultHTTPWriteTimeout
-	}
-	if c.HTTPIdleTimeout == 0 {
-		c.HTTPIdleTimeout = DefaultHTTPIdleTimeout
-	}
-	if c.HTTPMaxConns == 0 {
-		c.HTTPMaxConns = DefaultHTTPMaxConns
-	}
+	c.Listen = cmp.Or(c.Listen, DefaultListen)
+	c.HTTP = cmp.Or(c.HTTP, DefaultHTTP)
+	c.Replicas = cmp.Or(c.Replicas, replicas)
+	c.MaxBody = cmp.Or(c.MaxBody, DefaultMaxBody)
+	c.Heartbeat = cmp.Or(c.Heartbeat, DefaultHeartbeat)
+	c.ThreadsWait = cmp.Or(c.ThreadsWait, DefaultThreadsWait)
+	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, DefaultShutdownTimeout)
+	c.HTTPReadTimeout = cmp.Or(c.HTTPReadTimeout, DefaultHTTPReadTimeout)
+	c.HTTPWriteTimeout = cmp.Or(c.HTTPWriteTimeout, DefaultHTTPWriteTimeout)
+	c.HTTPIdleTimeout = cmp.Or(c.HTTPIdleTimeout, DefaultHTTPIdleTimeout)
+	c.HTTPMaxConns = cmp.Or(c.HTTPMaxConns, DefaultHTTPMaxConns)
 	return c
 }
 

@@ -252,12 +252,9 @@ func (req emitRequest) signed() ([]byte, *records.Signature, error) {
 }
 
 func (s *Server) handleEmit(w http.ResponseWriter, r *http.Request) {
-	l := s.liveLog(w)
-	if l == nil {
-		return
-	}
 	var req emitRequest
-	if !s.readRequest(w, r, &req) {
+	l, ok := s.bodyRequest(w, r, &req)
+	if !ok {
 		return
 	}
 	if len(req.Body) == 0 {

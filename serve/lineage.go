@@ -65,6 +65,17 @@ func (s *Server) decodeRequest(w http.ResponseWriter, r *http.Request, v any, em
 	return true
 }
 
+// bodyRequest is the start of a write request with a JSON body: the
+// service layer (503 when there is none yet) and the body decoded into
+// req.
+func (s *Server) bodyRequest(w http.ResponseWriter, r *http.Request, req any) (*sdk.Client, bool) {
+	l := s.liveLog(w)
+	if l == nil || !s.readRequest(w, r, req) {
+		return nil, false
+	}
+	return l, true
+}
+
 // threadRequest is the start of a request on /v1/threads/{thread}/…: the
 // service layer (503 when there is none yet), the thread (400 for a bad
 // one) and, when req is not nil, the JSON body decoded into it.
