@@ -110,7 +110,9 @@ func (c *Client) Fork(ctx context.Context, thread string, req ForkRequest) (Fork
 	if err != nil {
 		return Forked{}, fmt.Errorf("fork: %w", err)
 	}
-	if rec, err = c.authorize(ctx, rec); err != nil {
+	// The rules of every sealed record (redaction, then signing): a
+	// --set of a covered key stores no value.
+	if rec, err = c.seal(ctx, rec); err != nil {
 		return Forked{}, fmt.Errorf("fork: %w", err)
 	}
 	e, err := c.log.AppendAfter(ctx, rec, 0)

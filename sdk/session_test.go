@@ -389,3 +389,31 @@ func TestRedactionCoversRunPayloads(t *testing.T) {
 		}
 	}
 }
+
+// A fork's --set values follow the redaction policies of the thread it
+// starts, as every sealed record does: the secret is in no file.
+func TestRedactionCoversForkSet(t *testing.T) {
+	dir := t.TempDir()
+	ctx := ctxT(t)
+	c, err := sdk.Open(ctx, sdk.WithDir(dir), sdk.WithActor(agentActor))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.SetRedaction(ctx, "", sdk.RedactionPolicy{All: true, Keys: []string{"api_key"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SaveCheckpoint(ctx, "th_src", "", records.Checkpoint{Summary: "s", Learnings: []string{"l"}}); err != nil {
+		t.Fatal(err)
+	}
+	const secret = "sk-FORK-SET-SECRET"
+	if _, err := c.Fork(ctx, "th_src", sdk.ForkRequest{To: "th_fork", Set: []sdk.StateSet{{Path: "api_key", Value: []byte(`"` + secret + `"`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := filesHolding(t, dir, secret); len(got) != 0 {
+		t.Fatalf("secret in %v", got)
+	}
+}
