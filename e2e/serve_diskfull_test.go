@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
@@ -100,4 +101,65 @@ func TestServeDiskFull(t *testing.T) {
 	}
 	checker.run(nil, 3) // appends work again
 	t.Logf("%d appends acknowledged before the disk was full, none lost", acked)
+}
+
+// TestServeDiskFreed: spl serve started on a full disk refuses appends,
+// and takes them again once space is freed, without a restart: its
+// storage limit follows the disk (serve/storelimit.go).
+func TestServeDiskFreed(t *testing.T) {
+	mnt := mountSmall(t, "40m")
+	bin := buildTestServer(t)
+	dir := filepath.Join(mnt, "spl")
+	port := freePort(t)
+	srv := newNode(t, bin, "serve", "-dir", dir, "-listen", fmt.Sprintf("127.0.0.1:%d", port), "-timeout", "2s")
+	srv.start()
+	srv.wait(30 * time.Second)
+	a := newAppender(t, natsURL(port), "freed", 1)
+	a.run(nil, 10)
+	if a.acks() != 10 {
+		t.Fatalf("%d of 10 appends acknowledged on an empty disk: %v", a.acks(), a.firstErr)
+	}
+	a.l.Close()
+	a.conn.Close()
+	srv.kill()
+
+	filler := fill(t, mnt)
+	srv.start()
+	srv.wait(60 * time.Second)
+	a = newAppender(t, natsURL(port), "freed", 1)
+	rec, err := records.New(records.ActDo, "agent.step", "freed", "did:sync:agent:fault", time.Now(), map[string]any{"n": 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What still fits in the store's last pages may land; then appends
+	// are refused.
+	refused := false
+	for n := 0; n < 1000 && !refused; n++ {
+		if _, err := a.append(rec); err != nil {
+			refused = true
+			t.Logf("on a full disk, after %d more appends: %v", n, err)
+		}
+		if rec, err = records.New(records.ActDo, "agent.step", "freed", "did:sync:agent:fault", time.Now(), map[string]any{"n": 11 + n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !refused {
+		t.Fatal("1000 appends acknowledged on a full disk")
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	freed := time.Now()
+	for {
+		_, err := a.append(rec)
+		if err == nil {
+			break
+		}
+		if time.Since(freed) > 20*time.Second {
+			t.Fatalf("appends still refused 20s after space was freed, the server not restarted: %v\nserver stderr:\n%s", err, srv.stderr)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("appends taken again %v after space was freed", time.Since(freed).Round(time.Millisecond))
 }

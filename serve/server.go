@@ -153,6 +153,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.cfg.ClusterName != "" {
 		natsio.FastElections() // failover in seconds (faults.md, row 5)
 	}
+	followDisk := initStoreLimit(s.nopts, s.cfg.Dir) // see storelimit.go
 	ns, err := natsio.StartServer(s.nopts, natsLogger{s.logger.With("component", "nats")})
 	if err != nil {
 		s.dir.Release()
@@ -168,6 +169,10 @@ func (s *Server) Start(ctx context.Context) error {
 
 	s.bg, s.bgCancel = context.WithCancel(context.Background())
 	s.tails, s.tailStop = context.WithCancel(context.Background())
+	if followDisk {
+		s.bgWG.Add(1)
+		go s.followDisk()
+	}
 	if !s.cfg.NoHTTP {
 		ln, err := net.Listen("tcp", s.cfg.HTTP)
 		if err != nil {

@@ -1,0 +1,140 @@
+package serve
+
+import (
+	"io/fs"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// The JetStream storage limit follows the disk.
+//
+// Left unset, nats-server's limit (max_file_store) is 75% of the space
+// free when it starts plus 75% of what its store holds, frozen until the
+// next start: a server started on a nearly full disk refuses every append
+// ("insufficient resources") even after space is freed, until it is
+// restarted (faults.md, "disk full"). spl serve's clients publish to its
+// NATS listener directly, so the embedded log's policy (no limit of the
+// server's own, a free-space check before each write) cannot hold here:
+// nothing stands between a client and the store, and a server that meets
+// ENOSPC takes no more writes to the stream until it restarts. So when
+// the config leaves the limit unset, the server starts with the same
+// limit nats-server would choose, set explicitly, and every
+// storeLimitEvery raises it (nats-server can raise a limit while it runs,
+// never lower it) to
+//
+//	min(stored + 75% of free, disk size - reserve)
+//
+// where reserve is a quarter of the file system, at most storeReserveMax:
+// space freed is usable within storeLimitEvery, and the store never grows
+// to the last bytes of the disk, which its indexes and metadata need. A
+// limit the operator configured (max_file_store in --nats-config) is
+// left as it is.
+
+// storeLimitEvery is how often the server looks at the disk.
+const storeLimitEvery = 2 * time.Second
+
+// storeReserveMax bounds the space the limit leaves free on a large disk.
+const storeReserveMax = 1 << 30
+
+// storeLimitSlack is the least raise worth a reload of the server's
+// options: free space moves by small amounts all the time.
+const storeLimitSlack = 1 << 20
+
+// initStoreLimit sets the server's storage limit explicitly, as
+// nats-server would set it (75% of the store's files and of the free
+// space), unless the config sets one. It reports
+// whether the limit is spl's to follow.
+func initStoreLimit(o *server.Options, dir string) bool {
+	if o.JetStreamMaxStore != 0 {
+		return false // configured (or -1 asked for explicitly: nats-server's own)
+	}
+	stored := storeSize(filepath.Join(dir, "jetstream"))
+	free, _, ok := diskSpace(dir)
+	if !ok {
+		return false // cannot tell: nats-server's own limit
+	}
+	o.JetStreamMaxStore = max(stored/4*3+free/4*3, 1)
+	return true
+}
+
+// storeLimitTarget is the limit the disk allows a store holding stored
+// bytes, or 0 when the disk cannot be read.
+func storeLimitTarget(dir string, stored int64) int64 {
+	free, size, ok := diskSpace(dir)
+	if !ok {
+		return 0
+	}
+	reserve := min(size/4, storeReserveMax)
+	return min(stored+free/4*3, size-reserve)
+}
+
+// diskSpace returns the space free to this user and the size of the file
+// system that holds dir.
+func diskSpace(dir string) (free, size int64, ok bool) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, 0, false
+	}
+	return int64(st.Bavail) * int64(st.Bsize), int64(st.Blocks) * int64(st.Bsize), true
+}
+
+// storeSize is the size of the files under dir (the store before the
+// server has recovered it).
+func storeSize(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// followDisk raises the server's storage limit as the disk allows, every
+// storeLimitEvery until the server shuts down.
+func (s *Server) followDisk() {
+	defer s.bgWG.Done()
+	t := time.NewTicker(storeLimitEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.bg.Done():
+			return
+		case <-t.C:
+		}
+		s.raiseStoreLimit()
+	}
+}
+
+// raiseStoreLimit raises the server's storage limit to what the disk
+// allows now, when that is higher by storeLimitSlack or more.
+func (s *Server) raiseStoreLimit() {
+	info, err := s.ns.Jsz(nil)
+	if err != nil || info.Disabled {
+		return
+	}
+	cur := info.Config.MaxStore
+	want := storeLimitTarget(s.cfg.Dir, int64(info.Store))
+	if want < cur+storeLimitSlack {
+		return
+	}
+	if err := s.setStoreLimit(want); err != nil {
+		s.logger.Warn("storage limit not raised", "from", cur, "to", want, "err", err)
+		return
+	}
+	s.logger.Info("storage limit raised: the disk has room", "from", cur, "to", want)
+}
+
+// setStoreLimit sets the running server's storage limit to n bytes, more
+// than it is: the server's options reloaded with that one change.
+func (s *Server) setStoreLimit(n int64) error {
+	o := s.nopts.Clone()
+	o.JetStreamMaxStore = n
+	return s.ns.ReloadOptions(o)
+}

@@ -1,0 +1,44 @@
+package serve
+
+import (
+	"testing"
+)
+
+// TestStoreLimitRaised: the storage limit that spl sets at start can be
+// raised while the server runs, whatever the NATS listener's
+// authentication, and a limit the config sets is left alone.
+func TestStoreLimitRaised(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"directory token", Config{}},
+		{"users", Config{User: "agent", Password: "pw-123456"}},
+		{"no auth", Config{InsecureNoAuth: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := start(t, tc.cfg)
+			info, err := s.ns.Jsz(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cur := info.Config.MaxStore
+			if cur <= 0 || cur >= 1<<50 {
+				t.Fatalf("storage limit at start %d, want the disk's (set by spl, not left to nats-server)", cur)
+			}
+			if err := s.setStoreLimit(cur + 3<<20); err != nil {
+				t.Fatalf("raise the storage limit: %v", err)
+			}
+			if info, err = s.ns.Jsz(nil); err != nil {
+				t.Fatal(err)
+			}
+			if got := info.Config.MaxStore; got != cur+3<<20 {
+				t.Fatalf("storage limit %d after raising %d by 3 MiB", got, cur)
+			}
+			// Appends still work after the reload.
+			if code := call(t, "POST", base(s)+"/v1/records", emitBody("th_limit", "DO", "agent.step", `{"n":1}`), nil); code != 201 {
+				t.Fatalf("append after the reload: %d", code)
+			}
+		})
+	}
+}
