@@ -69,12 +69,39 @@ type SigProblem struct {
 // maxUnsignedListed bounds VerifyReport.Unsigned: the count is exact.
 const maxUnsignedListed = 100
 
+// signedAt is where verification met a signed record first.
+type signedAt struct {
+	id    records.ID
+	clock uint64
+}
+
+// firstSigned records e as the record of its signing id, and reports
+// false with the first one when another record already has that signing
+// id: a copy. An author signs a record once, with a random salt, so two
+// records of one signing id are one record stored twice.
+func (rep *VerifyReport) firstSigned(e Entry) (signedAt, bool) {
+	if rep.signed == nil {
+		rep.signed = make(map[records.ID]signedAt)
+	}
+	sid := e.Record.Header.SigningID()
+	if first, ok := rep.signed[sid]; ok && first.id != e.ID {
+		return first, false
+	}
+	rep.signed[sid] = signedAt{id: e.ID, clock: e.Clock}
+	return signedAt{}, true
+}
+
 // checkSig applies the signature rule (records.KeyRing.Check) to e.
 func (rep *VerifyReport) checkSig(ring *records.KeyRing, e Entry) {
 	c := ring.Check(e.Clock, e.Record)
 	p := SigProblem{Clock: e.Clock, ID: e.ID, Thread: e.Record.Header.Thread, Actor: e.Record.Header.Actor, Key: c.Key, Bound: c.Bound, Reason: c.Reason}
 	switch c.Status {
 	case records.SigOK:
+		if first, ok := rep.firstSigned(e); !ok {
+			p.Reason = fmt.Sprintf("a copy of signed record %s (clock %d): its author signed it once, and it is stored twice (the signature leaves out prev, so a copy chained elsewhere in the thread still verifies; only one can be the author's)", first.id, first.clock)
+			rep.BadSig = append(rep.BadSig, p)
+			return
+		}
 		rep.Signed++
 	case records.SigUnsigned:
 		rep.UnsignedCount++

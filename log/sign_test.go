@@ -3,6 +3,7 @@ package log
 import (
 	"bytes"
 	"crypto/ed25519"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,5 +98,51 @@ func TestVerifySignatures(t *testing.T) {
 	}
 	if last := rep.Unsigned[len(rep.Unsigned)-1]; last.Clock != unsigned.Clock || last.Bound != didOf(key) {
 		t.Fatalf("unsigned %+v: want the bound actor's unsigned record, naming its key", last)
+	}
+}
+
+// A signed record copied within its thread (chained again, so with
+// another id and prev, the signature still valid) is reported as a copy
+// naming the first; the first stays good.
+func TestVerifySignedCopy(t *testing.T) {
+	dir := t.TempDir()
+	l := openTest(t, dir)
+	ctx := ctxT(t)
+	key := testKey(3)
+	rec, err := records.New(records.ActDo, "agent.approve", "th_copy", didOf(key), time.Now(), map[string]any{"approve": "deploy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Sign(key)
+	first, err := l.Append(ctx, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendSigned(t, l, "th_copy", didOf(key), key)
+	// The same signed record replayed at the head by another writer (a
+	// writer of its own remembers what it appended and answers with it).
+	replay := *rec
+	copied, err := openTest(t, dir).Append(ctx, &replay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if copied.ID == first.ID {
+		t.Fatal("the copy has the first's id: it was not chained anew")
+	}
+	for _, verify := range []func() (VerifyReport, error){
+		func() (VerifyReport, error) { return l.Verify(ctx, "th_copy") },
+		func() (VerifyReport, error) { return l.VerifyAll(ctx, nil) },
+	} {
+		rep, err := verify()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.OK() || len(rep.BadSig) != 1 || rep.Signed != 2 {
+			t.Fatalf("report %+v: want the copy alone reported, the two others signed", rep)
+		}
+		p := rep.BadSig[0]
+		if p.Clock != copied.Clock || !strings.Contains(p.Reason, first.ID.String()) || !strings.Contains(p.Reason, "copy") {
+			t.Fatalf("problem %+v: want the copy at clock %d naming the first, %s", p, copied.Clock, first.ID)
+		}
 	}
 }

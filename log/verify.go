@@ -29,6 +29,7 @@ type VerifyReport struct {
 	BadSig        []SigProblem // bad signatures, and signatures by a key not the actor's
 
 	erased map[string]*erasedSet
+	signed map[records.ID]signedAt // signing id → first record (sign.go)
 }
 
 // ErasedRecord is a record that an erasure removed.

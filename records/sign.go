@@ -28,8 +28,10 @@ import (
 // author gave it up: an author over HTTP cannot know it, and the writer
 // holds no author's key. Everything else of the header is signed (act,
 // kind, thread, actor, ts and the body digest, hence the body and salt);
-// the chain is the log's to prove ([Record.Verify], log.Verify). For a
-// thread's first record the signing id is its id.
+// the chain is the log's to prove ([Record.Verify], log.Verify), and so
+// is a copy of a signed record chained again in its thread: two records
+// of one signing id are one signed record stored twice, which log.Verify
+// reports. For a thread's first record the signing id is its id.
 
 // SigDomain prefixes the bytes a record's signature covers.
 const SigDomain = "spl/v1/sig"
