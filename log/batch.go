@@ -45,7 +45,7 @@ var (
 // A batch in flight when the connection drops is in doubt at once: its
 // answer cannot come any more, so the writer does not wait out the timeout.
 func (w *writer) send(batch []*Pending) (uint64, error) {
-	ctx, cancel := w.l.untilLost(context.Background(), w.l.opts.Timeout)
+	ctx, cancel := w.l.c.UntilAnswered(context.Background(), w.l.opts.Timeout)
 	defer cancel()
 	msgs := make([]*nats.Msg, len(batch))
 	for i, p := range batch {

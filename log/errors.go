@@ -32,6 +32,12 @@ var (
 	// nothing was appended. Free space and append again; reads still
 	// work meanwhile.
 	ErrDiskFull = natsio.ErrDiskFull
+	// ErrForbidden reports an append the server dropped because the
+	// connection's credentials may not write its subject (spl serve's
+	// read token, its write token on the actor key bindings, any NATS
+	// writer under --require-signed): nothing was appended. The error
+	// wraps ErrRefused too and names the subject.
+	ErrForbidden = natsio.ErrForbidden
 )
 
 // CorruptError describes a stored message that failed verification. It

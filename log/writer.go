@@ -279,7 +279,9 @@ func (w *writer) land(batch []*Pending, attempt int) {
 	sent := time.Now()
 	first, err := w.send(batch)
 	w.observe(batch, sent, 0, err)
-	w.settleAll([]unit{{batch, first, err}}, nil, attempt)
+	units := []unit{{batch, first, err}}
+	w.denied(units, sent)
+	w.settleAll(units, nil, attempt)
 }
 
 // unit is what the server answers for as a whole: an atomic batch, or a
@@ -483,7 +485,9 @@ func (w *writer) landEach(batch []*Pending, attempt int) {
 	if len(batch) == 0 {
 		return
 	}
-	sctx, cancel := w.l.untilLost(context.Background(), w.l.opts.Timeout)
+	// Until answered, the connection dropped, or the server denied one
+	// of these publishes (its answer then never comes: forbidden below).
+	sctx, cancel := w.l.c.UntilAnswered(context.Background(), w.l.opts.Timeout)
 	defer cancel()
 	sent := time.Now()
 	msgs := make([]*nats.Msg, len(singles))
@@ -507,6 +511,7 @@ func (w *writer) landEach(batch []*Pending, attempt int) {
 	if len(chained) > 0 {
 		units = append(units, unit{chained, first, cerr})
 	}
+	w.denied(units, sent)
 	var (
 		firstErr error
 		stored   bool
@@ -530,6 +535,28 @@ func (w *writer) landEach(batch []*Pending, attempt int) {
 	}
 	w.observe(batch, sent, synced, firstErr)
 	w.settleAll(units, serr, attempt)
+}
+
+// denied gives the units sent at sent that the server denied their
+// error: dropped (ErrForbidden), not in doubt.
+func (w *writer) denied(units []unit, sent time.Time) {
+	for i, u := range units {
+		if u.err != nil && !errors.Is(u.err, errRefused) {
+			units[i].err = cmp.Or(w.forbidden(u.batch, sent), u.err)
+		}
+	}
+}
+
+// forbidden returns the error of a publish of batch that the server
+// denied since sent (natsio.ErrForbidden), or nil: such a publish is
+// dropped, not in doubt.
+func (w *writer) forbidden(batch []*Pending, sent time.Time) error {
+	for _, p := range batch {
+		if err := w.l.c.DeniedSince(RecordSubject(p.rec.Header.Thread, p.rec.Header.Kind), sent); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (w *writer) fail(batch []*Pending, err error) {

@@ -45,6 +45,10 @@ var (
 	// was lost (log.ErrInDoubt). Emit it again: a retry of a record that
 	// landed is recognised and not stored twice.
 	ErrInDoubt = splog.ErrInDoubt
+	// ErrForbidden reports an append the server dropped because the
+	// client's NATS credentials may not write there (log.ErrForbidden):
+	// nothing was appended.
+	ErrForbidden = splog.ErrForbidden
 	// ErrProjectionBusy reports that another process holds a projection's
 	// lease and did not hand it over (projections.ErrBusy).
 	ErrProjectionBusy = projections.ErrBusy
@@ -63,19 +67,20 @@ type CorruptError = splog.CorruptError
 type Option func(*config)
 
 type config struct {
-	replicas      int
-	dir           string
-	actor         string
-	queueSize     int
-	closeTimeout  time.Duration
-	timeout       time.Duration
-	name          string
-	observe       func(splog.BatchStats)
-	natsOpts      []nats.Option
-	markDir       string
-	signKey       ed25519.PrivateKey // actor.go
-	requireSigned bool
-	noSigning     bool
+	replicas        int
+	dir             string
+	actor           string
+	queueSize       int
+	closeTimeout    time.Duration
+	timeout         time.Duration
+	name            string
+	observe         func(splog.BatchStats)
+	natsOpts        []nats.Option
+	markDir         string
+	signKey         ed25519.PrivateKey // actor.go
+	requireSigned   bool
+	bindingsByAdmin bool // WithBindingsByAdmin (rights.go)
+	noSigning       bool
 }
 
 // WithDir sets the data directory of the embedded log. The default is

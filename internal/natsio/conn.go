@@ -51,6 +51,8 @@ type Conn struct {
 	lost     context.Context
 	loseConn context.CancelFunc
 
+	denied denials // publishes the server dropped (denied.go)
+
 	once sync.Once
 }
 
@@ -81,6 +83,7 @@ func Dial(ctx context.Context, opts Options) (*Conn, error) {
 		}
 	}
 	c.watch()
+	c.watchDenied()
 	if c.JS, err = jetstream.New(c.NC); err == nil {
 		c.replies, err = newReplies(c.NC)
 	}
