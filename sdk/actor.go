@@ -244,11 +244,14 @@ func (k *keyCache) clear() {
 	k.mu.Unlock()
 }
 
-// seal readies rec for the log: the thread's redaction policies, then the
-// signature rules (authorize). A record signed before it came here (by an
+// seal readies rec for the log: who may write its thread (mayWrite), the
+// thread's redaction policies, then the signature rules (authorize). A record signed before it came here (by an
 // HTTP client) cannot be redacted: its signature would not cover what is
 // stored, so it is refused (field "signature").
 func (c *Client) seal(ctx context.Context, rec *records.Record) (*records.Record, error) {
+	if err := c.mayWrite(ctx, rec.Header.Thread); err != nil {
+		return nil, err
+	}
 	out, err := c.redact(ctx, rec)
 	if err != nil {
 		return nil, err

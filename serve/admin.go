@@ -40,6 +40,8 @@ func (s *Server) failWrite(w http.ResponseWriter, r *http.Request, err error) {
 		writeJSON(w, http.StatusBadRequest, wire.Error{Error: err.Error(), Field: "actor", Rule: "required: a DID such as did:sync:agent:dev"})
 	case errors.Is(err, sdk.ErrNotErasable):
 		writeJSON(w, http.StatusConflict, wire.Error{Error: err.Error()})
+	case errors.Is(err, sdk.ErrNeedsAdmin):
+		writeJSON(w, http.StatusForbidden, wire.Error{Error: err.Error(), Field: "Authorization", Rule: "needs the admin right"})
 	default:
 		s.fail(w, r, err)
 	}

@@ -24,7 +24,8 @@ import (
 //
 //	Dir/token       NATS clients (token auth), and HTTP clients that write
 //	                (with Config.Token set, that token is the HTTP one too)
-//	Dir/read-token  HTTP clients that only read (GET)
+//	Dir/read-token  HTTP and NATS clients that only read (GET)
+//	Dir/admin-token everything, and actor key bindings too (natsauth.go)
 //
 // The NATS token is the one the embedded log of the directory uses, so
 // spl commands run on the directory without --server still join the
@@ -53,6 +54,7 @@ const (
 	rightNone right = iota
 	rightRead
 	rightWrite
+	rightAdmin // writes actor key bindings too (natsauth.go)
 )
 
 func (r right) String() string {
@@ -61,6 +63,8 @@ func (r right) String() string {
 		return "read"
 	case rightWrite:
 		return "write"
+	case rightAdmin:
+		return "admin"
 	}
 	return "none"
 }
@@ -112,6 +116,9 @@ func (s *Server) credentials() error {
 		}
 		s.cfg.HTTPReadToken = tok
 	}
+	if err := s.natsRights(secret); err != nil { // see natsauth.go
+		return err
+	}
 	if len(created) > 0 {
 		tokenFile := filepath.Join(s.cfg.Dir, natsio.TokenFile)
 		readFile := filepath.Join(s.cfg.Dir, ReadTokenFile)
@@ -139,7 +146,7 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 	if s.cfg.InsecureNoAuth {
 		return next
 	}
-	write, read := []byte(s.cfg.HTTPToken), []byte(s.cfg.HTTPReadToken)
+	write, read, admin := []byte(s.cfg.HTTPToken), []byte(s.cfg.HTTPReadToken), []byte(s.adminToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" {
 			next.ServeHTTP(w, r)
@@ -152,7 +159,10 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 			// Both compared, in constant time, whichever matches.
 			isWrite := subtle.ConstantTimeCompare([]byte(tok), write) == 1
 			isRead := subtle.ConstantTimeCompare([]byte(tok), read) == 1
+			isAdmin := len(admin) > 0 && subtle.ConstantTimeCompare([]byte(tok), admin) == 1
 			switch {
+			case isAdmin:
+				have = rightAdmin
 			case isWrite:
 				have = rightWrite
 			case isRead:
@@ -178,7 +188,7 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 				Error: fmt.Sprintf("forbidden: %s %s needs the %s right; this credential has the %s right only", r.Method, r.URL.Path, need, have),
 				Field: "Authorization", Rule: "needs the " + need.String() + " right"})
 		default:
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(w, r.WithContext(asAdmin(r.Context(), have)))
 		}
 	})
 }

@@ -176,6 +176,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeJSON(w, http.StatusBadRequest, wire.Error{Error: err.Error()})
 	case errors.Is(err, sdk.ErrNotFound):
 		writeJSON(w, http.StatusNotFound, wire.Error{Error: err.Error()})
+	case errors.Is(err, sdk.ErrNeedsAdmin):
+		writeJSON(w, http.StatusForbidden, wire.Error{Error: err.Error(), Field: "Authorization", Rule: "needs the admin right"})
 	case errors.Is(err, sdk.ErrConflict):
 		writeJSON(w, http.StatusConflict, wire.Error{Error: err.Error()})
 	default:

@@ -69,6 +69,8 @@ type Server struct {
 	// dirToken: the NATS listener requires the data directory's token
 	// (no credentials of the config's own), the one embedded clients send.
 	dirToken bool
+	// adminToken is the admin right's token, on NATS and HTTP (natsauth.go).
+	adminToken string
 
 	c     atomic.Pointer[sdk.Client] // the service layer, once the log is open
 	ready chan struct{}
@@ -224,6 +226,9 @@ func (s *Server) openLog() {
 	}
 	if s.cfg.RequireSigned {
 		opts = append(opts, sdk.WithRequireSigned())
+	}
+	if s.adminToken != "" {
+		opts = append(opts, sdk.WithBindingsByAdmin()) // see natsauth.go
 	}
 	wait := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {

@@ -1,0 +1,135 @@
+package serve
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"path/filepath"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	splog "github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/records"
+	"github.com/spl-dev/spl/sdk"
+)
+
+// Rights on the NATS listener.
+//
+// When the listener's credentials are tokens (the data directory's, or
+// Config.Token), a NATS client's token gives it one of three rights, as
+// over HTTP:
+//
+//	admin-token  everything: the server's own connection, and an
+//	             administrator binding actor keys (spl actor bind)
+//	token        writing records and erasing them, but not the actor key
+//	             bindings (thread spl/actors) and not deleting the
+//	             stream; under RequireSigned, no publish to the log at
+//	             all: writes go through the HTTP API, where the
+//	             service layer checks every signature
+//	read-token   reading: direct gets of any stream, stream info, and
+//	             subscriptions to records as they are published; no
+//	             publish to any stream and no JetStream API that
+//	             changes anything (not even a consumer: a push
+//	             consumer's deliver subject would republish records
+//	             into another stream)
+//
+// The server drops a publish that a right does not allow and tells the
+// client asynchronously; spl's clients turn that into log.ErrForbidden at
+// once (internal/natsio/denied.go). Listeners configured with users, nkeys or a
+// nats-server configuration file keep the permissions given there.
+
+// AdminTokenFile is the name of the admin token in the data directory.
+const AdminTokenFile = "admin-token"
+
+// readerPermissions is the read right on NATS.
+func readerPermissions() *server.Permissions {
+	return &server.Permissions{
+		Publish: &server.SubjectPermission{Allow: []string{
+			"$JS.API.INFO",
+			"$JS.API.STREAM.INFO.>",
+			"$JS.API.STREAM.NAMES",
+			"$JS.API.STREAM.LIST",
+			"$JS.API.DIRECT.GET.>",
+			"$JS.API.STREAM.MSG.GET.>",
+		}},
+		Subscribe: &server.SubjectPermission{Allow: []string{nats.InboxPrefix + ">", splog.SubjectPrefix + ".>"}},
+	}
+}
+
+// writerPermissions is the write right on NATS.
+func writerPermissions(requireSigned bool) *server.Permissions {
+	deny := []string{
+		splog.ThreadSubject(records.ActorThread), // an administrator's
+		"$JS.API.STREAM.DELETE.>",
+	}
+	if requireSigned {
+		// Every record goes through the service layer's signature check.
+		deny = append(deny, splog.SubjectPrefix+".>")
+	}
+	return &server.Permissions{Publish: &server.SubjectPermission{Deny: deny}}
+}
+
+// tokenAuth authenticates NATS clients by token, with the right of the
+// token they present.
+type tokenAuth struct {
+	admin, write, read []byte
+	writer, reader     *server.Permissions
+}
+
+// Check implements server.Authentication.
+func (a *tokenAuth) Check(c server.ClientAuthentication) bool {
+	tok := []byte(c.GetOpts().Token)
+	// All three compared, in constant time, whichever matches.
+	isAdmin := subtle.ConstantTimeCompare(tok, a.admin) == 1
+	isWrite := subtle.ConstantTimeCompare(tok, a.write) == 1
+	isRead := len(a.read) > 0 && subtle.ConstantTimeCompare(tok, a.read) == 1
+	switch {
+	case isAdmin:
+		c.RegisterUser(&server.User{Username: "spl-admin"})
+	case isWrite:
+		c.RegisterUser(&server.User{Username: "spl-writer", Permissions: a.writer})
+	case isRead:
+		c.RegisterUser(&server.User{Username: "spl-reader", Permissions: a.reader})
+	default:
+		return false
+	}
+	return true
+}
+
+// natsRights puts the three rights on a listener whose credential is a
+// token (Config.Token, or the data directory's): it creates the admin
+// token beside the others and gives it to the server's own connection.
+// secret returns a secret of the data directory, creating it.
+func (s *Server) natsRights(secret func(string) (string, error)) error {
+	if s.cfg.Token == "" || s.nopts.Authorization != s.cfg.Token {
+		return nil // users, nkeys or a configuration file: their permissions
+	}
+	admin, err := secret(AdminTokenFile)
+	if err != nil {
+		return err
+	}
+	if admin == s.cfg.Token || admin == s.cfg.HTTPReadToken {
+		return fmt.Errorf("credentials: %s must differ from the other tokens", filepath.Join(s.cfg.Dir, AdminTokenFile))
+	}
+	s.adminToken = admin
+	s.nopts.Authorization = ""
+	s.nopts.CustomClientAuthentication = &tokenAuth{
+		admin:  []byte(admin),
+		write:  []byte(s.cfg.Token),
+		read:   []byte(s.cfg.HTTPReadToken),
+		writer: writerPermissions(s.cfg.RequireSigned),
+		reader: readerPermissions(),
+	}
+	s.own = append(s.own[:len(s.own):len(s.own)], nats.Token(admin)) // the last Token option wins
+	return nil
+}
+
+// asAdmin marks ctx as a request of the admin right for the service
+// layer, which writes actor key bindings for it alone.
+func asAdmin(ctx context.Context, have right) context.Context {
+	if have == rightAdmin {
+		return sdk.AsAdmin(ctx)
+	}
+	return ctx
+}
