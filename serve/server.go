@@ -77,6 +77,7 @@ type Server struct {
 	httpLn  net.Listener
 	reg     *prometheus.Registry
 	m       *metrics
+	logins  *loginStore // the browsers logged in (login.go)
 
 	projMu     sync.Mutex
 	projectors []Projector
@@ -110,7 +111,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spl/serve: %w", err)
 	}
-	s := &Server{cfg: cfg, logger: logger, nopts: nopts, own: own, ready: make(chan struct{})}
+	s := &Server{cfg: cfg, logger: logger, nopts: nopts, own: own, ready: make(chan struct{}), logins: newLoginStore()}
 	s.reg = prometheus.NewRegistry()
 	s.m = newMetrics(s.reg, s)
 	return s, nil
