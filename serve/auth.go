@@ -34,10 +34,10 @@ import (
 // the cookie of a login (login.go). A request without valid credentials
 // is answered 401; a read credential on a request that is not GET or
 // HEAD, 403 naming the missing right. /healthz answers everyone: it
-// carries no record, and a load balancer must reach it; so does POST
-// /v1/login.
+// carries no record, and a load balancer must reach it; so do the
+// reviewer's page (page.go: static files, no record) and POST /v1/login.
 //
-// A browser logs in once (the reviewer's page): the token pasted into
+// The reviewer's page logs in once per browser: the token pasted into
 // it is exchanged for a login whose id, random, is the cookie (HttpOnly,
 // SameSite=Strict), with the right of the token; the token never leaves
 // the request that checks it. The browser sends that cookie on its own,
@@ -264,7 +264,8 @@ func needed(r *http.Request) right {
 }
 
 // public reports whether r needs no credentials: /healthz (it carries no
-// record, and a load balancer must reach it), and POST /v1/login, which
+// record, and a load balancer must reach it), the page (it carries none
+// either: it asks the API once logged in), and POST /v1/login, which
 // checks a token itself.
 func public(r *http.Request) bool {
 	switch p := r.URL.Path; {
@@ -272,8 +273,9 @@ func public(r *http.Request) bool {
 		return true
 	case p == "/v1/login":
 		return r.Method == http.MethodPost
+	default:
+		return isPagePath(p)
 	}
-	return false
 }
 
 // bearer returns the token of an Authorization: Bearer header.

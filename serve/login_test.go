@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -359,6 +360,45 @@ func TestNoQueryToken(t *testing.T) {
 				t.Errorf("GET %s%s=<write token>: %d, want 401", path, q, code)
 			}
 		}
+	}
+}
+
+// TestPage: the page needs no credentials, runs no inline script, may
+// not be framed, and never hands record data to the HTML parser.
+func TestPage(t *testing.T) {
+	s := start(t, Config{})
+	b := newBrowser(t, http.DefaultClient, base(s))
+	b.origin, b.site = "", ""
+	files := map[string]string{"/": "text/html", "/page.js": "text/javascript", "/page.css": "text/css"}
+	for path, ct := range files {
+		code, h := b.do("GET", path, "", nil)
+		csp := h.Get("Content-Security-Policy")
+		if code != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), ct) {
+			t.Errorf("GET %s: %d %s, want 200 %s", path, code, h.Get("Content-Type"), ct)
+		}
+		for _, want := range []string{"default-src 'none'", "script-src 'self'", "frame-ancestors 'none'"} {
+			if !strings.Contains(csp, want) {
+				t.Errorf("GET %s: CSP %q lacks %s", path, csp, want)
+			}
+		}
+		if strings.Contains(csp, "unsafe") || h.Get("X-Frame-Options") != "DENY" || h.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("GET %s: CSP %q, X-Frame-Options %q, X-Content-Type-Options %q", path, csp, h.Get("X-Frame-Options"), h.Get("X-Content-Type-Options"))
+		}
+	}
+	html, _ := pageFiles.ReadFile("page/index.html")
+	js, _ := pageFiles.ReadFile("page/page.js")
+	if m := regexp.MustCompile(`<script(\s[^>]*)?>\s*[^<\s]|\son[a-z]+=|javascript:`).Find(html); m != nil {
+		t.Errorf("index.html has inline script: %s", m)
+	}
+	if !regexp.MustCompile(`<form id="login-form" method="post"`).Match(html) {
+		t.Errorf("the login form does not post: without its script it would put the token in the URL")
+	}
+	if m := regexp.MustCompile(`innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function`).Find(js); m != nil {
+		t.Errorf("page.js hands text to the HTML parser or evaluates it: %s", m)
+	}
+	// A path that is not the page still needs credentials.
+	if code, _ := b.do("GET", "/index.html", "", nil); code != http.StatusUnauthorized {
+		t.Errorf("GET /index.html: %d, want 401", code)
 	}
 }
 
