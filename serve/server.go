@@ -197,7 +197,12 @@ func (s *Server) Start(ctx context.Context) error {
 				s.logger.Error("http serve", "err", err)
 			}
 		}()
-		s.logger.Info("http listening", "addr", ln.Addr().String(), "tls", s.cfg.HTTPTLSCert != "", "auth", !s.cfg.InsecureNoAuth)
+		scheme := "http"
+		if s.cfg.HTTPTLSCert != "" {
+			scheme = "https"
+		}
+		s.logger.Info("http listening", "addr", ln.Addr().String(), "tls", s.cfg.HTTPTLSCert != "", "auth", !s.cfg.InsecureNoAuth,
+			"page", scheme+"://"+ln.Addr().String()+"/") // the reviewer's page (page.go)
 	}
 	s.bgWG.Add(1)
 	go s.openLog()
