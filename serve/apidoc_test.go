@@ -178,6 +178,8 @@ func TestAPIShapes(t *testing.T) {
 		{"DELETE", "/v1/retention", "/v1/retention", `{"thread":"` + thread + `","actor":` + act + `}`, 200},
 		{"GET", "/v1/checkpoints/latest", "/v1/checkpoints/latest?limit=5", "", 200},
 		{"POST", "/v1/threads/{thread}/erase", "/v1/threads/" + thread + "/erase", `{"ids":["` + step.ID + `"],"reason":"shape test","actor":` + act + `}`, 200},
+		{"POST", "/v1/login", "/v1/login", `{"token":"` + s.cfg.HTTPReadToken + `"}`, 200},
+		{"GET", "/v1/login", "/v1/login", "", 200},
 		{"GET", "/healthz", "/healthz", "", 200},
 	} {
 		var v any

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
@@ -30,16 +31,25 @@ import (
 // The NATS token is the one the embedded log of the directory uses, so
 // spl commands run on the directory without --server still join the
 // server. Over HTTP a request sends `Authorization: Bearer <token>`, or,
-// with Config.HTTPClientCA, a client certificate (the write right). A
-// request without valid credentials is answered 401; a read credential
-// on a request that is not GET or HEAD, 403 naming the missing right.
-// /healthz answers everyone: it carries no record, and a load balancer
-// must reach it.
+// with Config.HTTPClientCA, a client certificate (the write right), or
+// the cookie of a login (login.go). A request without valid credentials
+// is answered 401; a read credential on a request that is not GET or
+// HEAD, 403 naming the missing right. /healthz answers everyone: it
+// carries no record, and a load balancer must reach it; so do the
+// reviewer's page (page.go: static files, no record) and POST /v1/login.
 //
-// A reviewer's web page (a session cookie exchanged for the read token,
-// and SSE from a browser, whose EventSource cannot send a header) is
-// later work: a token in a query string would end up in proxy logs, so
-// none is accepted.
+// The reviewer's page logs in once per browser: the token pasted into
+// it is exchanged for a login whose id, random, is the cookie (HttpOnly,
+// SameSite=Strict), with the right of the token; the token never leaves
+// the request that checks it. The browser sends that cookie on its own,
+// so a request that carries it must show it comes from the page: from
+// this server's origin, and, unless it only reads, with the login's CSRF
+// token (login.go says how). A client certificate is as ambient: a write
+// it authenticates must not come from another origin either. Bearer
+// tokens are sent by the programs that hold them, so neither check
+// applies. No token is ever taken from a query string: it would end up
+// in proxy logs and browser history (an EventSource, which cannot send
+// a header, sends the cookie).
 
 // ReadTokenFile is the name of the read token in the data directory.
 const ReadTokenFile = "read-token"
@@ -141,56 +151,141 @@ func (s *Server) natsAuthConfigured() bool {
 }
 
 // authorize answers 401 or 403 for a request whose credentials do not
-// allow it, and passes the others to next.
+// allow it, and passes the others to next, with their credential in the
+// request's context (credentialOf). The page, /healthz and POST
+// /v1/login need none. Every answer says that it is not to be framed or
+// sniffed.
 func (s *Server) authorize(next http.Handler) http.Handler {
-	if s.cfg.InsecureNoAuth {
-		return next
-	}
-	write, read, admin := []byte(s.cfg.HTTPToken), []byte(s.cfg.HTTPReadToken), []byte(s.adminToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'") // the page sets its own
+		if s.cfg.InsecureNoAuth || public(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		have := rightNone
-		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
-			have = rightWrite
-		} else if tok, ok := bearer(r); ok {
-			// Both compared, in constant time, whichever matches.
-			isWrite := subtle.ConstantTimeCompare([]byte(tok), write) == 1
-			isRead := subtle.ConstantTimeCompare([]byte(tok), read) == 1
-			isAdmin := len(admin) > 0 && subtle.ConstantTimeCompare([]byte(tok), admin) == 1
-			switch {
-			case isAdmin:
-				have = rightAdmin
-			case isWrite:
-				have = rightWrite
-			case isRead:
-				have = rightRead
-			}
-		}
-		need := rightWrite
-		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			need = rightRead
-		}
+		c, via := s.credential(r)
+		need := needed(r)
+		safe := r.Method == http.MethodGet || r.Method == http.MethodHead
 		switch {
-		case have == rightNone:
+		case c.right == rightNone:
 			s.m.refused.WithLabelValues("unauthorized").Inc()
 			s.logger.Warn("http refused: no valid credentials", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
-			w.Header().Set("WWW-Authenticate", `Bearer realm="spl"`)
+			if via == viaCookie {
+				s.setLoginCookie(w, "") // a login that ended: the browser forgets it
+			}
+			h.Set("WWW-Authenticate", `Bearer realm="spl"`)
 			writeJSON(w, http.StatusUnauthorized, wire.Error{
-				Error: "authentication required: send Authorization: Bearer <token> (spl serve's token files, or the tokens it was configured with)",
-				Field: "Authorization", Rule: "a valid bearer token or client certificate"})
-		case have < need:
-			s.m.refused.WithLabelValues("forbidden").Inc()
-			s.logger.Warn("http refused: missing right", "method", r.Method, "path", r.URL.Path, "have", have, "need", need, "remote", r.RemoteAddr)
-			writeJSON(w, http.StatusForbidden, wire.Error{
-				Error: fmt.Sprintf("forbidden: %s %s needs the %s right; this credential has the %s right only", r.Method, r.URL.Path, need, have),
-				Field: "Authorization", Rule: "needs the " + need.String() + " right"})
-		default:
-			next.ServeHTTP(w, r.WithContext(asAdmin(r.Context(), have)))
+				Error: "authentication required: send Authorization: Bearer <token> (spl serve's token files, or the tokens it was configured with), or log in on the page (POST /v1/login)",
+				Field: "Authorization", Rule: "a valid bearer token, client certificate or login"})
+			return
+		case via == viaCookie:
+			// The browser sends the cookie whoever asks it to: the
+			// request must show that this server's page did.
+			if err := sameOrigin(r, !safe); err != nil {
+				s.refuseOrigin(w, r, err)
+				return
+			}
+			if !safe && subtle.ConstantTimeCompare([]byte(r.Header.Get(csrfHeader)), []byte(c.login.csrf)) != 1 {
+				s.m.refused.WithLabelValues("csrf").Inc()
+				s.logger.Warn("http refused: no valid CSRF token", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+				writeJSON(w, http.StatusForbidden, wire.Error{
+					Error: fmt.Sprintf("forbidden: %s %s with the login cookie needs the login's CSRF token in %s", r.Method, r.URL.Path, csrfHeader),
+					Field: csrfHeader, Rule: "a write with the login cookie carries the login's CSRF token (GET /v1/login)"})
+				return
+			}
+		case via == viaCertificate && !safe:
+			// A browser sends a client certificate whoever asks it to.
+			if err := sameOrigin(r, false); err != nil {
+				s.refuseOrigin(w, r, err)
+				return
+			}
 		}
+		if c.right < need {
+			s.m.refused.WithLabelValues("forbidden").Inc()
+			s.logger.Warn("http refused: missing right", "method", r.Method, "path", r.URL.Path, "have", c.right, "need", need, "remote", r.RemoteAddr)
+			writeJSON(w, http.StatusForbidden, wire.Error{
+				Error: fmt.Sprintf("forbidden: %s %s needs the %s right; this credential has the %s right only", r.Method, r.URL.Path, need, c.right),
+				Field: "Authorization", Rule: "needs the " + need.String() + " right"})
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(asAdmin(context.WithValue(r.Context(), credentialKey{}, c), c.right)))
 	})
+}
+
+// How a request authenticated.
+const (
+	viaNone        = ""
+	viaCertificate = "certificate"
+	viaToken       = "token"
+	viaCookie      = "cookie"
+)
+
+// credential finds the credential of r: a verified client certificate,
+// else an Authorization header (only it, right or wrong), else the login
+// cookie. No token is taken from the query string: it would end up in
+// proxy logs and browser history.
+func (s *Server) credential(r *http.Request) (credential, string) {
+	switch {
+	case r.TLS != nil && len(r.TLS.VerifiedChains) > 0:
+		return credential{right: rightWrite}, viaCertificate
+	case r.Header.Get("Authorization") != "":
+		tok, _ := bearer(r)
+		return credential{right: s.tokenRight(tok)}, viaToken
+	}
+	if id := s.loginCookieID(r); id != "" {
+		l, ok := s.logins.use(id)
+		if !ok {
+			return credential{}, viaCookie
+		}
+		return credential{right: l.right, login: &l}, viaCookie
+	}
+	return credential{}, viaNone
+}
+
+// tokenRight is the right of a token: every token compared, in constant
+// time, whichever matches.
+func (s *Server) tokenRight(tok string) right {
+	if tok == "" {
+		return rightNone
+	}
+	isWrite := subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.HTTPToken)) == 1
+	isRead := subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.HTTPReadToken)) == 1
+	isAdmin := s.adminToken != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.adminToken)) == 1
+	switch {
+	case isAdmin:
+		return rightAdmin
+	case isWrite:
+		return rightWrite
+	case isRead:
+		return rightRead
+	}
+	return rightNone
+}
+
+// needed is the right a request needs: read for GET and HEAD, and to end
+// one's own login; write for the rest.
+func needed(r *http.Request) right {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodDelete && r.URL.Path == "/v1/login" {
+		return rightRead
+	}
+	return rightWrite
+}
+
+// public reports whether r needs no credentials: /healthz (it carries no
+// record, and a load balancer must reach it), the page (it carries none
+// either: it asks the API once logged in), and POST /v1/login, which
+// checks a token itself.
+func public(r *http.Request) bool {
+	switch p := r.URL.Path; {
+	case p == "/healthz":
+		return true
+	case p == "/v1/login":
+		return r.Method == http.MethodPost
+	default:
+		return isPagePath(p)
+	}
 }
 
 // bearer returns the token of an Authorization: Bearer header.

@@ -45,6 +45,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/threads/{thread}/prune", s.handlePrune)
 	s.runRoutes(mux)
 	s.adminRoutes(mux)
+	s.pageRoutes(mux) // the reviewer's page and its login (page.go, login.go)
 	mux.HandleFunc("GET /healthz", s.handleHealth)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
 	return s.instrument(jsonMux{mux})

@@ -40,7 +40,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "spl_http_refused_total", Help: "HTTP requests refused before reaching the log, by reason: bad_json, too_large, invalid, bad_param, stopping, not_ready.",
+			Name: "spl_http_refused_total", Help: "HTTP requests refused before reaching the log, by reason: bad_json, too_large, invalid, bad_param, stopping, not_ready, unauthorized, forbidden, csrf, login_failed, login_limited.",
 		}, []string{"reason"}),
 		corrupt: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "spl_corrupt_records_total", Help: "Stored messages that failed verification when read, by where they were met: query, tail, checkpoint.",

@@ -79,6 +79,7 @@ type Server struct {
 	httpLn  net.Listener
 	reg     *prometheus.Registry
 	m       *metrics
+	logins  *loginStore // the browsers logged in (login.go)
 
 	projMu     sync.Mutex
 	projectors []Projector
@@ -112,7 +113,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spl/serve: %w", err)
 	}
-	s := &Server{cfg: cfg, logger: logger, nopts: nopts, own: own, ready: make(chan struct{})}
+	s := &Server{cfg: cfg, logger: logger, nopts: nopts, own: own, ready: make(chan struct{}), logins: newLoginStore()}
 	s.reg = prometheus.NewRegistry()
 	s.m = newMetrics(s.reg, s)
 	return s, nil
@@ -203,7 +204,12 @@ func (s *Server) Start(ctx context.Context) error {
 				s.logger.Error("http serve", "err", err)
 			}
 		}()
-		s.logger.Info("http listening", "addr", ln.Addr().String(), "tls", s.cfg.HTTPTLSCert != "", "auth", !s.cfg.InsecureNoAuth)
+		scheme := "http"
+		if s.cfg.HTTPTLSCert != "" {
+			scheme = "https"
+		}
+		s.logger.Info("http listening", "addr", ln.Addr().String(), "tls", s.cfg.HTTPTLSCert != "", "auth", !s.cfg.InsecureNoAuth,
+			"page", scheme+"://"+ln.Addr().String()+"/") // the reviewer's page (page.go)
 	}
 	s.bgWG.Add(1)
 	go s.openLog()

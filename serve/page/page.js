@@ -1,0 +1,345 @@
+// The reviewer's page of spl serve. It calls the JSON API of the server
+// it came from, logged in by a cookie the script cannot read; writes carry
+// the login's CSRF token. Records are untrusted input: everything taken
+// from them is set as text (textContent), never parsed as HTML.
+'use strict';
+
+const state = { csrf: '', right: '', thread: '', source: null };
+
+const $ = (id) => document.getElementById(id);
+
+// el makes an element whose text is text (as text, never HTML).
+function el(tag, text, className) {
+  const e = document.createElement(tag);
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  if (className) e.className = className;
+  return e;
+}
+
+function button(label, onClick, className) {
+  const b = el('button', label, className);
+  b.type = 'button';
+  b.addEventListener('click', onClick);
+  return b;
+}
+
+// say shows a message: kind is 'error', 'ok' or ''.
+function say(text, kind) {
+  const s = $('status');
+  s.textContent = text;
+  s.className = kind || '';
+}
+
+const short = (id) => (id ? String(id).slice(-12) : '');
+const path = (...parts) => parts.map(encodeURIComponent).join('/');
+
+// APIError is an error answer of the API.
+class APIError extends Error {
+  constructor(status, body) {
+    super((body && body.error) || 'HTTP ' + status);
+    this.status = status;
+    this.rule = body && body.rule;
+  }
+}
+
+// api calls the API: the cookie goes with it, and the CSRF token with
+// every request that is not a GET. A write refused for its CSRF token (a
+// login made since in another tab) learns the token again and is tried
+// once more.
+async function api(method, url, body, retried) {
+  const init = { method, headers: {}, credentials: 'same-origin', cache: 'no-store' };
+  if (method !== 'GET') init.headers['X-CSRF-Token'] = state.csrf;
+  if (body !== undefined) {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const resp = await fetch(url, init);
+  let data = null;
+  if (resp.status !== 204) {
+    try { data = await resp.json(); } catch (e) { data = null; }
+  }
+  if (resp.status === 401 && url !== '/v1/login') showLogin('Your login has ended: log in again.');
+  if (resp.status === 403 && data && data.field === 'X-CSRF-Token' && !retried) {
+    setLogin(await api('GET', '/v1/login'));
+    return api(method, url, body, true);
+  }
+  if (!resp.ok) throw new APIError(resp.status, data);
+  return data;
+}
+
+// refused says plainly why a write was refused.
+function refused(what, err) {
+  if (err.status === 403 && err.rule === 'needs the write right') {
+    say(what + ' refused (403 forbidden): this login has the read right only. Log in with the write token to ' + what.toLowerCase() + '.', 'error');
+    return;
+  }
+  say(what + ' refused (' + (err.status || 'network') + '): ' + err.message, 'error');
+}
+
+// --- login ---
+
+function showLogin(message) {
+  stopFollow();
+  state.csrf = state.right = '';
+  $('app').hidden = true;
+  $('logout').hidden = true;
+  $('who').textContent = '';
+  $('login').hidden = false;
+  $('token').focus();
+  if (message) say(message, 'error');
+}
+
+function setLogin(login) {
+  state.csrf = login.csrf_token || '';
+  state.right = login.right;
+  $('who').textContent = 'logged in with the ' + login.right + ' right';
+}
+
+function showApp(login) {
+  setLogin(login);
+  $('login').hidden = true;
+  $('app').hidden = false;
+  $('logout').hidden = false;
+  if (login.warnings && login.warnings.length) say(login.warnings.join(' '), 'error');
+  loadSessions();
+  loadRuns();
+}
+
+async function logIn(ev) {
+  ev.preventDefault();
+  const token = $('token').value.trim();
+  $('token').value = '';
+  try {
+    const login = await api('POST', '/v1/login', { token });
+    say('Logged in.', 'ok');
+    showApp(login);
+  } catch (err) {
+    say('Login refused: ' + err.message, 'error');
+  }
+}
+
+async function logOut() {
+  try {
+    await api('DELETE', '/v1/login');
+  } catch (err) { /* the login ends with the cookie either way */ }
+  showLogin();
+  say('Logged out.', 'ok');
+}
+
+// --- sessions ---
+
+async function loadSessions() {
+  const q = $('resumable').checked ? '?resumable=true' : '';
+  try {
+    const data = await api('GET', '/v1/sessions' + q);
+    const body = $('sessions').tBodies[0];
+    body.replaceChildren();
+    for (const s of data.sessions) {
+      const tr = document.createElement('tr');
+      tr.dataset.thread = s.session_id;
+      const name = el('td');
+      name.append(button(s.session_id, () => openThread(s.session_id), 'link'));
+      tr.append(name, el('td', s.status, 'status-' + s.status), el('td', s.updated_at), el('td', s.error || ''));
+      const acts = el('td');
+      if (s.status === 'running') acts.append(button('Pause', () => pause(s.session_id)));
+      if (s.status === 'paused' || s.status === 'failed') acts.append(button('Resume', () => resume(s.session_id)));
+      tr.append(acts);
+      body.append(tr);
+    }
+    if (!data.sessions.length) body.append(emptyRow(5, 'no sessions'));
+  } catch (err) {
+    if (err.status !== 401) say('Sessions: ' + err.message, 'error');
+  }
+}
+
+function emptyRow(cols, text) {
+  const tr = document.createElement('tr');
+  const td = el('td', text, 'hint');
+  td.colSpan = cols;
+  tr.append(td);
+  return tr;
+}
+
+const actor = () => $('actor').value.trim();
+
+async function pause(thread) {
+  try {
+    await api('POST', '/v1/threads/' + path(thread) + '/pause', { actor: actor(), reason: "paused from the reviewer's page" });
+    say('Paused ' + thread + '.', 'ok');
+    loadSessions();
+    if (state.thread === thread) openThread(thread);
+  } catch (err) {
+    refused('Pause', err);
+  }
+}
+
+async function resume(thread) {
+  try {
+    await api('POST', '/v1/threads/' + path(thread) + '/resume', { actor: actor() });
+    say('Resumed ' + thread + '.', 'ok');
+    loadSessions();
+    if (state.thread === thread) openThread(thread);
+  } catch (err) {
+    refused('Resume', err);
+  }
+}
+
+async function pin(thread, id) {
+  try {
+    const p = await api('POST', '/v1/threads/' + path(thread) + '/pins', { id, actor: actor(), reason: "pinned from the reviewer's page" });
+    say((p.already ? 'Already pinned: ' : 'Pinned: ') + short(id) + '.', 'ok');
+  } catch (err) {
+    refused('Pin', err);
+  }
+}
+
+// --- a thread: checkpoints, lineage, live ---
+
+function list(items) {
+  const ul = el('ul');
+  for (const it of items || []) ul.append(el('li', it));
+  return ul;
+}
+
+async function openThread(thread) {
+  if (state.thread !== thread) stopFollow();
+  state.thread = thread;
+  $('thread').hidden = false;
+  $('thread-name').textContent = thread;
+  $('pause').onclick = () => pause(thread);
+  $('resume').onclick = () => resume(thread);
+  const cps = $('checkpoints');
+  const lin = $('lineage');
+  try {
+    const [c, l] = await Promise.all([
+      api('GET', '/v1/threads/' + path(thread) + '/checkpoints?limit=50'),
+      api('GET', '/v1/threads/' + path(thread) + '/lineage'),
+    ]);
+    cps.replaceChildren();
+    for (const cp of c.checkpoints.slice().reverse()) {
+      const li = el('li');
+      li.dataset.id = cp.id;
+      const head = el('div');
+      head.append(el('strong', cp.summary), el('span', '  ' + cp.time + (cp.name ? '  name ' + cp.name : '') +
+        (cp.step ? '  step ' + cp.step : '') + (cp.progress ? '  ' + cp.progress : '') + '  ' + short(cp.id), 'meta'), ' ',
+      button('Pin', () => pin(thread, cp.id)));
+      li.append(head);
+      if (cp.learnings.length) li.append(el('div', 'Learnings', 'meta'), list(cp.learnings));
+      if (cp.next_steps.length) li.append(el('div', 'Next steps', 'meta'), list(cp.next_steps));
+      cps.append(li);
+    }
+    if (!c.checkpoints.length) cps.append(el('li', 'no checkpoints', 'hint'));
+    lin.replaceChildren();
+    for (const n of l.nodes) {
+      let text = n.type + ' ' + short(n.id);
+      if (n.parent) text += ' ← ' + short(n.parent);
+      if (n.summary) text += ': ' + n.summary;
+      if (n.to_thread) text += ' → ' + n.to_thread;
+      if (n.reason) text += ' (' + n.reason + ')';
+      lin.append(el('li', text + '  ' + n.time, 'mono'));
+    }
+  } catch (err) {
+    say('Thread ' + thread + ': ' + err.message, 'error');
+  }
+}
+
+// follow streams the thread's new records (Server-Sent Events; the
+// browser sends the cookie with them).
+function follow() {
+  const thread = state.thread;
+  if (!thread) return;
+  if (state.source) { stopFollow(); return; }
+  const src = new EventSource('/v1/threads/' + path(thread) + '/events');
+  state.source = src;
+  $('follow').textContent = 'Stop following';
+  $('follow-state').textContent = 'connecting';
+  src.onopen = () => { $('follow-state').textContent = 'following'; };
+  src.onerror = () => {
+    $('follow-state').textContent = src.readyState === EventSource.CLOSED ? 'stopped (log in again?)' : 'reconnecting';
+  };
+  src.addEventListener('record', (ev) => {
+    let r;
+    try { r = JSON.parse(ev.data); } catch (e) { return; }
+    const li = el('li', r.clock + '  ' + r.act + '  ' + r.kind + '  ' + r.actor + '  ' + JSON.stringify(r.body), 'mono');
+    li.dataset.clock = r.clock;
+    $('live').prepend(li);
+  });
+  src.addEventListener('corrupt', (ev) => {
+    $('live').prepend(el('li', 'a stored record that does not verify: ' + ev.data, 'mono status-failed'));
+  });
+}
+
+function stopFollow() {
+  if (state.source) state.source.close();
+  state.source = null;
+  $('follow').textContent = 'Follow live';
+  $('follow-state').textContent = '';
+}
+
+// --- runs ---
+
+async function loadRuns() {
+  try {
+    const data = await api('GET', '/v1/runs');
+    const body = $('runs').tBodies[0];
+    body.replaceChildren();
+    for (const r of data.runs) {
+      const tr = document.createElement('tr');
+      tr.dataset.run = r.run_id;
+      const name = el('td');
+      name.append(button(r.run_id, () => openRun(r.thread, r.run_id), 'link'));
+      tr.append(name, el('td', r.thread), el('td', r.status, 'status-' + r.status), el('td', r.phase), el('td', r.updated));
+      body.append(tr);
+    }
+    if (!data.runs.length) body.append(emptyRow(5, 'no runs'));
+  } catch (err) {
+    if (err.status !== 401) say('Runs: ' + err.message, 'error');
+  }
+}
+
+const plural = (n, word) => n + ' ' + word + (n === 1 ? '' : 's');
+
+function fact(dl, name, value) {
+  dl.append(el('dt', name), el('dd', value));
+}
+
+async function openRun(thread, run) {
+  try {
+    const d = await api('GET', '/v1/runs/' + encodeURIComponent(run) + '?thread=' + encodeURIComponent(thread));
+    $('run').hidden = false;
+    $('run-name').textContent = run + ' on ' + thread;
+    const dl = $('run-facts');
+    dl.replaceChildren();
+    fact(dl, 'status', d.status);
+    fact(dl, 'phase', d.phase);
+    fact(dl, 'updated', d.updated);
+    fact(dl, 'effects', d.effects.length + ' recorded for ' + plural(d.effect_calls, 'call') + ', ' + d.replayed_effect_count + ' replayed');
+    if (d.snapshot) {
+      fact(dl, 'step', d.snapshot.step);
+      fact(dl, 'calls', d.snapshot.llm_calls + ' LLM, ' + d.snapshot.tool_calls + ' tool');
+      fact(dl, 'cost', '$' + d.snapshot.total_cost_usd);
+    }
+    if (d.problem) fact(dl, 'problem', d.problem);
+    $('phases').replaceChildren(...d.phases.map((p) => el('li', p.phase + '  ' + p.time + '  ' + short(p.id), 'mono')));
+    $('effects').replaceChildren(...d.effects.map((e) => el('li', e.call_id + '  ' + e.tool + '  ' + e.time, 'mono')));
+    $('run-result').textContent = d.terminal_result === null ? '(none yet)' : JSON.stringify(d.terminal_result, null, 2);
+  } catch (err) {
+    say('Run ' + run + ': ' + err.message, 'error');
+  }
+}
+
+// --- start ---
+
+document.addEventListener('DOMContentLoaded', async () => {
+  $('login-form').addEventListener('submit', logIn);
+  $('logout').addEventListener('click', logOut);
+  $('sessions-reload').addEventListener('click', loadSessions);
+  $('resumable').addEventListener('change', loadSessions);
+  $('runs-reload').addEventListener('click', loadRuns);
+  $('follow').addEventListener('click', follow);
+  try {
+    showApp(await api('GET', '/v1/login'));
+  } catch (err) {
+    showLogin(err.status === 401 ? '' : 'The server did not answer: ' + err.message);
+  }
+});
