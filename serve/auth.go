@@ -239,7 +239,7 @@ func (s *Server) credential(r *http.Request) (credential, string) {
 		if !ok {
 			return credential{}, viaCookie
 		}
-		return credential{right: l.right, login: &l}, viaCookie
+		return credential{right: l.right, login: &l, id: id}, viaCookie
 	}
 	return credential{}, viaNone
 }

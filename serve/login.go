@@ -154,6 +154,16 @@ func (ls *loginStore) use(id string) (login, bool) {
 	return *l, true
 }
 
+// alive reports whether the login of id has not ended, without marking
+// it used: a live tail asks at each heartbeat.
+func (ls *loginStore) alive(id string) bool {
+	k := sha256.Sum256([]byte(id))
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	l, ok := ls.ids[k]
+	return ok && ls.clock().Before(l.end())
+}
+
 // end ends the login of id.
 func (ls *loginStore) end(id string) {
 	k := sha256.Sum256([]byte(id))
@@ -394,6 +404,7 @@ func (s *Server) refuseOrigin(w http.ResponseWriter, r *http.Request, err error)
 type credential struct {
 	right right
 	login *login // the login of the cookie, when it was the credential
+	id    string // the cookie's login id, then
 }
 
 type credentialKey struct{}

@@ -437,3 +437,45 @@ func TestLoginStoreBound(t *testing.T) {
 		t.Fatalf("addresses counted: %d, want %d", got, maxRemotes)
 	}
 }
+
+// TestLogoutEndsTail: a live tail opened with the login cookie ends at
+// the next heartbeat once its login is logged out elsewhere (another tab,
+// or the login's end), instead of flowing until it reconnects.
+func TestLogoutEndsTail(t *testing.T) {
+	s := start(t, Config{Heartbeat: 100 * time.Millisecond})
+	emitThread(t, s, "th_tail_logout")
+	b := newBrowser(t, http.DefaultClient, base(s))
+	_, c := b.login(s.cfg.HTTPReadToken)
+	req, err := http.NewRequest("GET", base(s)+"/v1/threads/th_tail_logout/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.AddCookie(c)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("tail with the login: %d", resp.StatusCode)
+	}
+	ended := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, resp.Body)
+		ended <- err
+	}()
+	select {
+	case err := <-ended:
+		t.Fatalf("the tail ended before logout: %v", err)
+	case <-time.After(300 * time.Millisecond): // heartbeats flow
+	}
+	if code, _ := b.do("DELETE", "/v1/login", "", nil); code != http.StatusNoContent {
+		t.Fatalf("logout: %d", code)
+	}
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the tail still flows 5s after logout")
+	}
+}

@@ -107,6 +107,9 @@ func (s *Server) handleTail(w http.ResponseWriter, r *http.Request) {
 		case <-ctx.Done():
 			return
 		case <-beat.C:
+			if c := credentialOf(ctx); c.id != "" && !s.logins.alive(c.id) {
+				return // logged out, or the login ended: so does its tail
+			}
 			buf.WriteString(": heartbeat\n\n")
 		case m := <-msgs:
 			if err := s.tailEvent(&buf, m.rec, m.err, env); err != nil {
