@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spl-dev/spl/internal/natsio"
@@ -129,17 +130,25 @@ func (s *Server) credentials() error {
 	if err := s.natsRights(secret); err != nil { // see natsauth.go
 		return err
 	}
+	s.created = created
 	if len(created) > 0 {
 		tokenFile := filepath.Join(s.cfg.Dir, natsio.TokenFile)
 		readFile := filepath.Join(s.cfg.Dir, ReadTokenFile)
-		s.logger.Info("credentials created (mode 0600; they are not printed: read them from the files)",
+		s.logger.Info("credentials created (mode 0600; the log does not print them: read them from the files)",
 			"created", strings.Join(created, ", "),
 			"nats_clients", "spl --server nats://HOST:PORT --token-file "+tokenFile+" ... (or SPL_TOKEN_FILE="+tokenFile+")",
 			"http_write", `curl -H "Authorization: Bearer $(cat `+tokenFile+`)" ...`,
-			"http_read", `curl -H "Authorization: Bearer $(cat `+readFile+`)" ... (GET only)`)
+			"http_read", `curl -H "Authorization: Bearer $(cat `+readFile+`)" ... (GET only; the reviewer's page takes it too)`,
+			"admin", "SPL_TOKEN_FILE="+filepath.Join(s.cfg.Dir, AdminTokenFile)+" spl --server nats://HOST:PORT actor bind ...")
 	}
 	return nil
 }
+
+// CreatedCredentials returns the paths of the secrets this start created
+// in the data directory (none when they existed already): what a
+// terminal may be shown once (spl serve prints them to a terminal, never
+// to a log).
+func (s *Server) CreatedCredentials() []string { return slices.Clone(s.created) }
 
 // natsAuthConfigured reports whether the NATS listener has credentials of
 // the config's own: flags, or a nats-server configuration file.

@@ -69,6 +69,7 @@ type Server struct {
 	// dirToken: the NATS listener requires the data directory's token
 	// (no credentials of the config's own), the one embedded clients send.
 	dirToken bool
+	created  []string // secrets created by this start (auth.go)
 	// adminToken is the admin right's token, on NATS and HTTP (natsauth.go).
 	adminToken string
 

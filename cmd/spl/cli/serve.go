@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -104,6 +107,7 @@ spl verify --all --require-signed.`,
 			if err := s.Start(cmd.Context()); err != nil {
 				return err
 			}
+			printCreated(cmd.ErrOrStderr(), s.CreatedCredentials())
 			if addrFile != "" && !cfg.NoHTTP {
 				if err := writeAddrFile(addrFile, s.HTTPAddr()); err != nil {
 					_ = s.Shutdown(context.Background())
@@ -210,4 +214,27 @@ func serveFlagRule(rule string) string {
 	}
 	b.WriteString(words(rule[last:]))
 	return b.String()
+}
+
+// printCreated shows the secrets spl serve created on this start, once,
+// with how to use them, when w is a terminal: a log file or a pipe gets
+// the paths only (the server's log line), never the secrets.
+func printCreated(w io.Writer, paths []string) {
+	f, ok := w.(*os.File)
+	if len(paths) == 0 || !ok {
+		return
+	}
+	if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		return
+	}
+	fmt.Fprintln(w, "spl serve created these credentials (shown once; they stay in the files, mode 0600):")
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		fmt.Fprintf(w, "  %-14s %s   (%s)\n", filepath.Base(p), strings.TrimSpace(string(b)), p)
+	}
+	fmt.Fprintln(w, "Use: Authorization: Bearer <token> over HTTP (read-token: reads and the reviewer's page;")
+	fmt.Fprintln(w, "token: writes; admin-token: actor key bindings too); NATS clients: --token-file FILE or SPL_TOKEN_FILE.")
 }
