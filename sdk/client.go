@@ -173,6 +173,8 @@ type Client struct {
 	log  *splog.Log
 	cfg  config
 
+	heads headCache // the checkpoint saved last per thread (lineage.go)
+
 	// Write-behind state of EmitAsync.
 	life     context.Context // bounds queued appends; cancelled by Close
 	cancel   context.CancelFunc
@@ -322,11 +324,23 @@ func (c *Client) AppendEvent(ctx context.Context, ev Event) (Record, error) {
 // record is stored but retention fails, Append returns the receipt and a
 // *RetentionError; the next checkpoint or ApplyRetention tries again.
 func (c *Client) Append(ctx context.Context, rec *records.Record) (Record, error) {
+	return c.append(ctx, rec, false, 0)
+}
+
+// append is Append, conditional when cond: then only if rec's thread is
+// still at clock after (log.AppendAfter; else an error wrapping
+// log.ErrMoved, nothing appended).
+func (c *Client) append(ctx context.Context, rec *records.Record, cond bool, after uint64) (Record, error) {
 	rec, err := c.seal(ctx, rec)
 	if err != nil {
 		return Record{}, err
 	}
-	e, err := c.log.Append(ctx, rec)
+	var e splog.Entry
+	if cond {
+		e, err = c.log.AppendAfter(ctx, rec, after)
+	} else {
+		e, err = c.log.Append(ctx, rec)
+	}
 	if err != nil {
 		return Record{}, err
 	}
@@ -648,12 +662,22 @@ func (c *Client) Close() error {
 // checkpoint, else the newest checkpoint; two last-by-subject gets, sent
 // together.
 func (c *Client) SaveCheckpoint(ctx context.Context, thread, actor string, cp records.Checkpoint) (Receipt, error) {
-	if cp.Parent.IsZero() && cp.ForkedFrom == nil {
-		p, err := c.branchHead(ctx, thread)
-		if err != nil {
-			return Receipt{}, err
-		}
-		cp.Parent = p
+	ev := Event{Act: records.ActLearn, Kind: records.KindCheckpoint, Thread: thread, Actor: actor, Body: &cp}
+	if !cp.Parent.IsZero() || cp.ForkedFrom != nil {
+		return c.Emit(ctx, ev)
 	}
-	return c.Emit(ctx, Event{Act: records.ActLearn, Kind: records.KindCheckpoint, Thread: thread, Actor: actor, Body: &cp})
+	r, err := c.saveAfterOwn(ctx, ev, &cp)
+	if err == nil || !errors.Is(err, splog.ErrMoved) {
+		return Receipt{ID: r.ID, Clock: r.Clock}, err
+	}
+	p, err := c.branchHead(ctx, thread)
+	if err != nil {
+		return Receipt{}, err
+	}
+	cp.Parent = p
+	r, err = c.AppendEvent(ctx, ev)
+	if err == nil || errors.As(err, new(*RetentionError)) {
+		c.heads.saved(thread, r.ID, r.Clock)
+	}
+	return Receipt{ID: r.ID, Clock: r.Clock}, err
 }

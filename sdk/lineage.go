@@ -28,6 +28,73 @@ const (
 	KindFork = "agent.session.fork"
 )
 
+// headCache remembers, per thread, the checkpoint this client saved last
+// and its clock. While that checkpoint is still the last record of its
+// thread, it is the next checkpoint's parent (nothing was saved or resumed
+// since, here or in another process), and SaveCheckpoint appends on that
+// condition (log.AppendAfter) without reading the thread: the two gets of
+// branchHead are then needed only after another record moved the thread.
+type headCache struct {
+	mu    sync.Mutex
+	heads map[string]savedHead
+}
+
+type savedHead struct {
+	id    records.ID
+	clock uint64
+}
+
+// maxHeads bounds the threads a client remembers its last save of.
+const maxHeads = 4096
+
+func (h *headCache) get(thread string) (savedHead, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.heads[thread]
+	return s, ok
+}
+
+func (h *headCache) saved(thread string, id records.ID, clock uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.heads == nil || len(h.heads) >= maxHeads {
+		h.heads = make(map[string]savedHead)
+	}
+	h.heads[thread] = savedHead{id, clock}
+}
+
+func (h *headCache) forget(thread string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.heads, thread)
+}
+
+// saveAfterOwn saves the checkpoint of ev (cp is its body) as the child
+// of the checkpoint this client saved last on the thread, if that is
+// still the thread's last record; else it appends nothing and returns an
+// error wrapping log.ErrMoved (also when this client saved nothing there
+// yet).
+func (c *Client) saveAfterOwn(ctx context.Context, ev Event, cp *records.Checkpoint) (Record, error) {
+	last, ok := c.heads.get(ev.Thread)
+	if !ok {
+		return Record{}, splog.ErrMoved
+	}
+	cp.Parent = last.id
+	rec, err := c.record(ev)
+	if err != nil {
+		return Record{}, err
+	}
+	r, err := c.append(ctx, rec, true, last.clock)
+	switch {
+	case errors.Is(err, splog.ErrMoved):
+		c.heads.forget(ev.Thread)
+		cp.Parent = records.ID{}
+	case err == nil, errors.As(err, new(*RetentionError)):
+		c.heads.saved(ev.Thread, r.ID, r.Clock)
+	}
+	return r, err
+}
+
 // branchHead returns the checkpoint the next checkpoint saved to thread
 // descends from: the checkpoint the newest resume record names, when it
 // is newer than the newest checkpoint, else the newest checkpoint that

@@ -127,3 +127,38 @@ func TestPruneAndDiff(t *testing.T) {
 		t.Fatalf("diff: %v", paths)
 	}
 }
+
+// A client that saved a thread's last checkpoint skips reading the thread
+// for the next one only while its checkpoint is still the thread's last
+// record: a checkpoint saved by another client (another process) in
+// between, or any other record, makes the next parent the thread's true
+// head.
+func TestLineageParentAcrossClients(t *testing.T) {
+	ctx := ctxT(t)
+	dir := t.TempDir()
+	a := open2(t, dir, sdk.WithActor("did:sync:agent:dev"))
+	b := open2(t, dir, sdk.WithActor("did:sync:agent:dev"))
+	a1 := saveLineageCP(t, a, "th", records.Checkpoint{Summary: "a1"})
+	a2 := saveLineageCP(t, a, "th", records.Checkpoint{Summary: "a2"}) // a's own head
+	b1 := saveLineageCP(t, b, "th", records.Checkpoint{Summary: "b1"}) // another process
+	a3 := saveLineageCP(t, a, "th", records.Checkpoint{Summary: "a3"})
+	if _, err := b.Emit(ctx, sdk.Event{Act: records.ActSay, Kind: "note.text", Thread: "th", Body: map[string]any{"text": "between"}}); err != nil {
+		t.Fatal(err)
+	}
+	a4 := saveLineageCP(t, a, "th", records.Checkpoint{Summary: "a4"})
+	b2 := saveLineageCP(t, b, "th", records.Checkpoint{Summary: "b2"})
+	for _, tc := range []struct {
+		name       string
+		id, parent records.ID
+	}{
+		{"a2", a2.ID, a1.ID}, {"b1", b1.ID, a2.ID}, {"a3", a3.ID, b1.ID}, {"a4", a4.ID, a3.ID}, {"b2", b2.ID, a4.ID},
+	} {
+		sc, err := a.CheckpointByID(ctx, "th", tc.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sc.Checkpoint.Parent; got != tc.parent {
+			t.Errorf("parent of %s = %s, want %s", tc.name, got.Short(), tc.parent.Short())
+		}
+	}
+}
