@@ -121,16 +121,25 @@ func TestInsecureNoAuth(t *testing.T) {
 	}
 }
 
-// TestHTTPTLS serves the API over TLS: a client certificate signed by the
-// client CA authenticates, a plain-text request is refused.
-func TestHTTPTLS(t *testing.T) {
-	dir := t.TempDir()
+// startTLS starts a server whose HTTP API is served over TLS with a
+// certificate of a test CA, which also signs dir/client.pem (a client
+// certificate it accepts); pool trusts the CA.
+func startTLS(t *testing.T) (s *Server, dir string, pool *x509.CertPool) {
+	t.Helper()
+	dir = t.TempDir()
 	ca, caKey := newCert(t, dir, "ca", nil, nil)
 	newCert(t, dir, "server", ca, caKey)
 	newCert(t, dir, "client", ca, caKey)
-	s := start(t, Config{HTTPTLSCert: filepath.Join(dir, "server.pem"), HTTPTLSKey: filepath.Join(dir, "server.key"), HTTPClientCA: filepath.Join(dir, "ca.pem")})
-	pool := x509.NewCertPool()
+	s = start(t, Config{HTTPTLSCert: filepath.Join(dir, "server.pem"), HTTPTLSKey: filepath.Join(dir, "server.key"), HTTPClientCA: filepath.Join(dir, "ca.pem")})
+	pool = x509.NewCertPool()
 	pool.AddCert(ca)
+	return s, dir, pool
+}
+
+// TestHTTPTLS serves the API over TLS: a client certificate signed by the
+// client CA authenticates, a plain-text request is refused.
+func TestHTTPTLS(t *testing.T) {
+	s, dir, pool := startTLS(t)
 	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "client.pem"), filepath.Join(dir, "client.key"))
 	if err != nil {
 		t.Fatal(err)

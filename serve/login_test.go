@@ -2,7 +2,6 @@ package serve
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -317,13 +316,7 @@ func TestLoginExpiry(t *testing.T) {
 // write with a client certificate from another origin is refused, as a
 // cookie's is.
 func TestLoginTLS(t *testing.T) {
-	dir := t.TempDir()
-	ca, caKey := newCert(t, dir, "ca", nil, nil)
-	newCert(t, dir, "server", ca, caKey)
-	newCert(t, dir, "client", ca, caKey)
-	s := start(t, Config{HTTPTLSCert: filepath.Join(dir, "server.pem"), HTTPTLSKey: filepath.Join(dir, "server.key"), HTTPClientCA: filepath.Join(dir, "ca.pem")})
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
+	s, dir, pool := startTLS(t)
 	u := "https://" + s.HTTPAddr()
 	b := newBrowser(t, &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}, u)
 	_, c := b.login(s.cfg.HTTPReadToken)

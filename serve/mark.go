@@ -13,8 +13,20 @@ const markEvery = time.Second
 // keepMark raises the mark every markEvery until the server shuts down
 // (the log's Close writes the last one).
 func (s *Server) keepMark() {
+	s.every(markEvery, func() {
+		ctx, cancel := context.WithTimeout(s.bg, 5*time.Second)
+		defer cancel()
+		if err := s.c.Load().MarkNow(ctx); err != nil && s.bg.Err() == nil {
+			s.logger.Warn("high-water mark not raised", "err", err)
+		}
+	})
+}
+
+// every runs f every d until the server shuts down; the caller has added
+// it to s.bgWG.
+func (s *Server) every(d time.Duration, f func()) {
 	defer s.bgWG.Done()
-	t := time.NewTicker(markEvery)
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
@@ -22,10 +34,6 @@ func (s *Server) keepMark() {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(s.bg, 5*time.Second)
-		if err := s.c.Load().MarkNow(ctx); err != nil && s.bg.Err() == nil {
-			s.logger.Warn("high-water mark not raised", "err", err)
-		}
-		cancel()
+		f()
 	}
 }

@@ -98,19 +98,7 @@ func storeSize(dir string) int64 {
 
 // followDisk raises the server's storage limit as the disk allows, every
 // storeLimitEvery until the server shuts down.
-func (s *Server) followDisk() {
-	defer s.bgWG.Done()
-	t := time.NewTicker(storeLimitEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.bg.Done():
-			return
-		case <-t.C:
-		}
-		s.raiseStoreLimit()
-	}
-}
+func (s *Server) followDisk() { s.every(storeLimitEvery, s.raiseStoreLimit) }
 
 // raiseStoreLimit raises the server's storage limit to what the disk
 // allows now, when that is higher by storeLimitSlack or more.
