@@ -391,9 +391,12 @@ type RecordedEffect struct {
 	Tool       string
 	InputHash  string
 	OutputHash string
-	Output     json.RawMessage
-	Blob       *BlobRef
-	Time       time.Time
+	// Output is the output as recorded (nil when it is in Blob). Effect
+	// checks it against OutputHash before it replays it, VerifyRun for
+	// every effect; a read (ResumeRun, RunDetail) does not.
+	Output json.RawMessage
+	Blob   *BlobRef
+	Time   time.Time
 }
 
 // EffectResult is what Effect returns.
@@ -603,14 +606,18 @@ func (c *Client) loadBlob(ctx context.Context, cp *RunCheckpoint, thread, runID 
 // effectOutput returns the output of a recorded effect, fetching it from
 // its blob when it is not inline.
 func (c *Client) effectOutput(ctx context.Context, e RecordedEffect, thread, runID string) (json.RawMessage, error) {
-	if e.Blob == nil || e.Output != nil {
-		return e.Output, nil
+	out := e.Output
+	if e.Blob != nil && out == nil {
+		data, err := c.getBlob(ctx, *e.Blob)
+		if err != nil {
+			return nil, &CheckpointError{Thread: thread, Run: runID, Clock: e.Clock, Reason: ReasonVerification, Field: "output_blob", Err: err}
+		}
+		out = data
 	}
-	data, err := c.getBlob(ctx, *e.Blob)
-	if err != nil {
-		return nil, &CheckpointError{Thread: thread, Run: runID, Clock: e.Clock, Reason: ReasonVerification, Field: "output_blob", Err: err}
+	if outputHash(out) != e.OutputHash {
+		return nil, &CheckpointError{Thread: thread, Run: runID, Clock: e.Clock, Reason: ReasonVerification, Field: "output_hash"}
 	}
-	return data, nil
+	return out, nil
 }
 
 // blobs is the client's blob bucket (BlobBucket).
