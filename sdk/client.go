@@ -317,7 +317,7 @@ func (c *Client) AppendEvent(ctx context.Context, ev Event) (Record, error) {
 // record is stored but retention fails, Append returns the receipt and a
 // *RetentionError; the next checkpoint or ApplyRetention tries again.
 func (c *Client) Append(ctx context.Context, rec *records.Record) (Record, error) {
-	rec, err := c.seal(ctx, rec)
+	rec, err := c.seal(ctx, sealing{rec: rec})
 	if err != nil {
 		return Record{}, err
 	}
@@ -362,7 +362,7 @@ func (c *Client) EmitAsync(ctx context.Context, ev Event) (*Pending, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rec, err = c.seal(ctx, rec); err != nil {
+	if rec, err = c.seal(ctx, sealing{rec: rec}); err != nil {
 		return nil, err
 	}
 	select {

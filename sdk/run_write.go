@@ -18,6 +18,7 @@ import (
 )
 
 // runItem is a record of a run on its way to the log, in the run's queue.
+// Its record is sealed (seal.go) before it is handed to the log.
 type runItem struct {
 	seq       uint64
 	phase     string
@@ -115,9 +116,6 @@ func (r *Run) send(items []*runItem) []sent {
 		if it.rec == nil {
 			it.rec, it.err = r.checkpointRecord(it.phase, it.payload, it.ts)
 			it.payload = nil
-		}
-		if it.err == nil {
-			it.rec, it.err = r.c.authorize(context.Background(), it.rec)
 		}
 		if it.err == nil {
 			var s submitted
@@ -224,8 +222,10 @@ func (r *Run) durable(ctx context.Context, phase string, rec *records.Record) (R
 	}
 }
 
-// checkpointRecord builds the record of a checkpoint, storing a large
-// payload beside the log first.
+// checkpointRecord builds and seals the record of a checkpoint: the
+// redaction policies of the run's thread hold for its payload, which is
+// stored beside the log when large, after them, so that a covered value
+// is stored nowhere.
 func (r *Run) checkpointRecord(phase string, payload any, ts time.Time) (*records.Record, error) {
 	raw, err := payloadEnc.Marshal(payload)
 	if err != nil {
@@ -234,26 +234,23 @@ func (r *Run) checkpointRecord(phase string, payload any, ts time.Time) (*record
 	if len(raw) == 0 || raw[0]>>5 != 5 {
 		return nil, &records.FieldError{Field: "payload", Rule: "must be a map"}
 	}
-	// The run's thread's redaction policies hold for its payloads, inline
-	// or stored beside the log: a covered value is stored nowhere.
-	if raw, _, err = r.c.redactBody(context.Background(), r.thread, raw); err != nil {
-		return nil, err
-	}
-	body := runBody{RunID: r.id, ThreadID: r.thread, SchemaVersion: RunSchemaVersion, Phase: phase, TimestampMS: ts.UnixMilli()}
-	if len(raw) > MaxInlinePayload {
-		ref, err := r.c.putBlob(context.Background(), raw)
-		if err != nil {
-			return nil, err
-		}
-		body.PayloadBlob = &ref
-	} else {
-		body.Payload = raw
-	}
 	kind := KindRunCheckpoint
 	if isSnapshotPhase(phase) {
 		kind = KindRunSnapshot
 	}
-	return records.New(records.ActLearn, kind, r.rthread, r.actor(), ts, &body)
+	return r.c.seal(context.Background(), sealing{policy: r.thread, payload: raw, build: func(raw []byte) (*records.Record, error) {
+		body := runBody{RunID: r.id, ThreadID: r.thread, SchemaVersion: RunSchemaVersion, Phase: phase, TimestampMS: ts.UnixMilli()}
+		if len(raw) > MaxInlinePayload {
+			ref, err := r.c.putBlob(context.Background(), raw)
+			if err != nil {
+				return nil, err
+			}
+			body.PayloadBlob = &ref
+		} else {
+			body.Payload = raw
+		}
+		return records.New(records.ActLearn, kind, r.rthread, r.actor(), ts, &body)
+	}})
 }
 
 func (r *Run) actor() string { return r.cfg.actor }
@@ -519,7 +516,11 @@ func (r *Run) Effect(ctx context.Context, callID, tool string, args any, fn func
 	} else {
 		body.Output = string(out)
 	}
-	er, err := records.New(records.ActDo, KindRunEffect, r.ethread, r.actor(), now, &body)
+	// The seal path, under the run's thread's policies; an effect has no
+	// payload for them to look into (its output is JSON text).
+	er, err := r.c.seal(ctx, sealing{policy: r.thread, build: func([]byte) (*records.Record, error) {
+		return records.New(records.ActDo, KindRunEffect, r.ethread, r.actor(), now, &body)
+	}})
 	if err != nil {
 		return EffectResult{}, err
 	}
