@@ -190,9 +190,10 @@ func (l *Log) getBatch(ctx context.Context, req getRequest, ms []stored) (_ []st
 type ReadOption func(*readOpts)
 
 type readOpts struct {
-	from uint64
-	kind string
-	act  string
+	from  uint64
+	kind  string
+	act   string
+	toEnd bool // ahead.go
 }
 
 // From starts a read at clock c (inclusive): records before c are left
@@ -263,6 +264,27 @@ func (l *Log) Read(ctx context.Context, thread string, opts ...ReadOption) iter.
 			return
 		}
 		cont := true
+		if o.toEnd {
+			err := l.scanAhead(ctx, o.filter(thread), o.from, readPage, func(ms []stored) bool {
+				es, errs := decodePage(ms)
+				for i := range ms {
+					switch {
+					case errs[i] != nil:
+						cont = yield(Entry{Clock: ms[i].clock}, errs[i])
+					case o.keep(es[i]):
+						cont = yield(es[i], nil)
+					}
+					if !cont {
+						return false
+					}
+				}
+				return true
+			})
+			if err != nil && cont {
+				yield(Entry{}, err)
+			}
+			return
+		}
 		err := l.scan(ctx, o.filter(thread), o.from, 0, readPage, func(m stored) bool {
 			e, err := m.decode()
 			if err != nil {

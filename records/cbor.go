@@ -143,6 +143,20 @@ func decodeBodyMap(body []byte) (map[any]any, error) {
 	return m, nil
 }
 
+// checkBodyMap is decodeBodyMap for a caller that needs the verdict only:
+// a body the scanner accepts whole is not decoded (the scanner accepts only
+// what the reference accepts); any other goes through decodeBodyMap, which
+// words the error.
+func checkBodyMap(body []byte) error {
+	if len(body) > 0 && body[0]>>5 == majorMap {
+		if n, ok := scanCanonical(body, maxBodyDepth); ok && n == len(body) {
+			return nil
+		}
+	}
+	_, err := decodeBodyMap(body)
+	return err
+}
+
 // cborType names the CBOR type of the item that data starts with.
 func cborType(data []byte) string {
 	if len(data) == 0 {

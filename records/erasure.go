@@ -106,7 +106,7 @@ func DecodeErasure(body []byte) (*Erasure, error) {
 }
 
 func decodeErasure(body []byte) (*Erasure, error) {
-	if _, err := decodeBodyMap(body); err != nil {
+	if err := checkBodyMap(body); err != nil {
 		return nil, err
 	}
 	var m map[any]cbor.RawMessage

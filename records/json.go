@@ -51,7 +51,7 @@ func BodyFromJSON(data []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fieldErrorf("body", "cannot encode as CBOR: %v", err)
 	}
-	if _, err := decodeBodyMap(b); err != nil { // e.g. nested too deeply
+	if err := checkBodyMap(b); err != nil { // e.g. nested too deeply
 		return nil, asFieldError(err)
 	}
 	return b, nil

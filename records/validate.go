@@ -269,7 +269,7 @@ func validBody(kind string, body []byte) (any, error) {
 	case KindSessionPaused, KindSessionResumed, KindSessionFailed, KindSessionCompleted, KindSessionCancelled, KindSessionMemory:
 		v, err = DecodeSessionEvent(kind, body)
 	default:
-		if _, err := decodeBodyMap(body); err != nil {
+		if err := checkBodyMap(body); err != nil {
 			return nil, asFieldError(err)
 		}
 		return nil, nil

@@ -244,24 +244,6 @@ func (k *keyCache) clear() {
 	k.mu.Unlock()
 }
 
-// seal readies rec for the log: who may write its thread (mayWrite), the
-// thread's redaction policies, then the signature rules (authorize). A record signed before it came here (by an
-// HTTP client) cannot be redacted: its signature would not cover what is
-// stored, so it is refused (field "signature").
-func (c *Client) seal(ctx context.Context, rec *records.Record) (*records.Record, error) {
-	if err := c.mayWrite(ctx, rec.Header.Thread); err != nil {
-		return nil, err
-	}
-	out, err := c.redact(ctx, rec)
-	if err != nil {
-		return nil, err
-	}
-	if rec.Sig != nil && out != rec {
-		return nil, &records.FieldError{Field: "signature", Rule: fmt.Sprintf("a redaction policy of thread %q removes values from this body, so the signature would not cover the stored record: leave the covered keys out, then sign", rec.Header.Thread)}
-	}
-	return c.authorize(ctx, out)
-}
-
 // signedRecord builds the record of an event its author signed: with the
 // author's salt and time, so that it has the id the author signed, and
 // the author's signature.

@@ -2,7 +2,9 @@ package sdk_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -154,4 +156,56 @@ func open2(t *testing.T, dir string, opts ...sdk.Option) *sdk.Client {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// A run's records take the seal path of every record: signed by the
+// client's key after its payload was redacted under the policies of the
+// run's thread, and refused unsigned by a log that requires signatures.
+func TestRunRecordsSealed(t *testing.T) {
+	ctx := ctxT(t)
+	dir := t.TempDir()
+	key, keyDID := keyOf(4)
+	admin := open2(t, dir, sdk.WithActor("did:sync:admin"))
+	if _, err := admin.SetRedaction(ctx, "", sdk.RedactionPolicy{Thread: "th", Keys: []string{"secret"}}); err != nil {
+		t.Fatal(err)
+	}
+	agent := open2(t, dir, sdk.WithSigningKey(key), sdk.WithActor(keyDID))
+	r, err := agent.OpenRun(ctx, "th", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Checkpoint(ctx, sdk.PhasePreLLM, map[string]any{"secret": "s3cr3t", "model": "m"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Effect(ctx, "c1", "echo", 1, func(context.Context) (json.RawMessage, error) { return json.RawMessage(`{"ok":1}`), nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Finish(ctx, sdk.Terminal{Result: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := admin.RunDetail(ctx, "th", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := d.Phases[0].Payload.Map()
+	if err != nil || m["secret"] != nil || m["model"] != "m" {
+		t.Fatalf("payload %v, err %v: want the secret redacted, the rest kept", m, err)
+	}
+	for _, th := range []string{sdk.RunThread("th", "r1"), sdk.RunThread("th", "r1") + "/effects"} {
+		rep, err := admin.Verify(ctx, th)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.OKSigned(true) || rep.Signed == 0 {
+			t.Fatalf("%s: verify %+v: want every record signed", th, rep)
+		}
+	}
+	strict := open2(t, dir, sdk.WithRequireSigned(), sdk.WithActor("did:sync:agent:dev"))
+	s, err := strict.OpenRun(ctx, "th", "r2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Effect(ctx, "c1", "echo", 1, func(context.Context) (json.RawMessage, error) { return json.RawMessage(`1`), nil })
+	wantField(t, err, "actor", "did:sync:agent:dev")
+	s.Close()
 }

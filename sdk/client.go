@@ -331,7 +331,7 @@ func (c *Client) Append(ctx context.Context, rec *records.Record) (Record, error
 // still at clock after (log.AppendAfter; else an error wrapping
 // log.ErrMoved, nothing appended).
 func (c *Client) append(ctx context.Context, rec *records.Record, cond bool, after uint64) (Record, error) {
-	rec, err := c.seal(ctx, rec)
+	rec, err := c.seal(ctx, sealing{rec: rec})
 	if err != nil {
 		return Record{}, err
 	}
@@ -381,7 +381,7 @@ func (c *Client) EmitAsync(ctx context.Context, ev Event) (*Pending, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rec, err = c.seal(ctx, rec); err != nil {
+	if rec, err = c.seal(ctx, sealing{rec: rec}); err != nil {
 		return nil, err
 	}
 	select {

@@ -112,7 +112,7 @@ func (c *Client) Fork(ctx context.Context, thread string, req ForkRequest) (Fork
 	}
 	// The rules of every sealed record (redaction, then signing): a
 	// --set of a covered key stores no value.
-	if rec, err = c.seal(ctx, rec); err != nil {
+	if rec, err = c.seal(ctx, sealing{rec: rec}); err != nil {
 		return Forked{}, fmt.Errorf("fork: %w", err)
 	}
 	e, err := c.log.AppendAfter(ctx, rec, 0)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -109,33 +108,10 @@ func (c *Client) RedactionFor(ctx context.Context, thread string) ([]RedactionPo
 	return out, nil
 }
 
-// redact applies the redaction policies of rec's thread to rec before it
-// is appended: when they cover a key of its body, it returns a record
-// sealed anew (same header fields, a new salt) from the body without the
-// covered values and with the paths removed listed under "redacted";
-// else rec itself. The record given is never appended, so an excluded
-// value never reaches the log.
-func (c *Client) redact(ctx context.Context, rec *records.Record) (*records.Record, error) {
-	h := &rec.Header
-	if strings.HasPrefix(h.Kind, "core.") {
-		return rec, nil
-	}
-	body, removed, err := c.redactBody(ctx, h.Thread, rec.Body)
-	if err != nil || len(removed) == 0 {
-		return rec, err
-	}
-	out, err := records.New(h.Act, h.Kind, h.Thread, h.Actor, time.UnixMilli(h.TS), records.RawBody(body))
-	if err != nil {
-		return nil, fmt.Errorf("spl/sdk: redacted %s: %w", strings.Join(removed, ", "), err)
-	}
-	return out, nil
-}
-
 // redactBody applies the redaction policies of thread to body, a CBOR
 // map: it returns the body without the covered values, with the paths
 // removed listed under "redacted", and those paths; body itself and none
-// when nothing is covered. A run's payload, which may be stored beside
-// the log rather than in a record, passes here before it is stored.
+// when nothing is covered. The seal path (seal.go) is its one caller.
 func (c *Client) redactBody(ctx context.Context, thread string, body []byte) ([]byte, []string, error) {
 	homes, err := c.redactions.homes(func() (map[string]bool, error) {
 		ts, err := c.log.ThreadsWith(ctx, records.KindRedaction)

@@ -460,6 +460,7 @@ type Run struct {
 	mu        sync.Mutex
 	cond      *sync.Cond
 	queue     []*runItem
+	busy      bool   // a take is being written (write, durable)
 	enqueued  uint64 // items queued so far (their seq)
 	settled   uint64 // every item up to this seq has landed, failed or been coalesced
 	written   int

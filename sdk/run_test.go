@@ -227,3 +227,40 @@ func TestLargeSnapshotBesideTheLog(t *testing.T) {
 		t.Fatal("blob still there after erasure")
 	}
 }
+
+func TestEffectOutputCheckedBeforeReplay(t *testing.T) {
+	c := open(t, sdk.WithActor(runActor))
+	ctx := ctxT(t)
+	r := openRun(t, c, "th", "bad")
+	if err := r.Checkpoint(ctx, sdk.PhaseRunStarted, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// An effect record written by hand whose output is not the one its
+	// output_hash names: the body digest holds, the effect does not.
+	in, err := sdk.InputHash("echo", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := map[string]any{"run_id": "bad", "thread_id": "th", "call_id": "c1", "tool": "echo", "input_hash": in,
+		"output_hash": "blake3:" + strings.Repeat("0", 64), "output": `{"ok":1}`, "timestamp_ms": 1}
+	if _, err := c.Emit(ctx, sdk.Event{Act: records.ActDo, Kind: sdk.KindRunEffect, Thread: sdk.RunThread("th", "bad") + "/effects", Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	r = openRun(t, c, "th", "bad")
+	defer r.Close()
+	if n := r.Resume().Effects; n != 1 {
+		t.Fatalf("effects=%d, want 1", n)
+	}
+	calls := 0
+	var ce *sdk.CheckpointError
+	if _, err := r.Effect(ctx, "c1", "echo", 1, tool(`{"ok":2}`, &calls)); !errors.As(err, &ce) || ce.Field != "output_hash" || calls != 0 {
+		t.Fatalf("replay of a bad output: err=%v calls=%d", err, calls)
+	}
+	rep, err := c.VerifyRun(ctx, "th", "bad")
+	if err != nil || rep.OK() || len(rep.BadOutputs) != 1 {
+		t.Fatalf("verify: %+v err=%v", rep, err)
+	}
+}

@@ -18,15 +18,17 @@ import (
 )
 
 // runItem is a record of a run on its way to the log, in the run's queue.
+// Its record is sealed (seal.go) before it is handed to the log.
 type runItem struct {
-	seq     uint64
-	phase   string
-	payload any       // a checkpoint's payload, encoded by the writer
-	ts      time.Time // a checkpoint's time
-	rec     *records.Record
-	landed  chan struct{} // closed once settled (durable items only)
-	receipt Receipt
-	err     error
+	seq       uint64
+	phase     string
+	payload   any       // a checkpoint's payload, encoded by the writer
+	ts        time.Time // a checkpoint's time
+	rec       *records.Record
+	landed    chan struct{} // closed once settled (durable items only)
+	receipt   Receipt
+	err       error
+	coalesced bool // a newer snapshot of the same take supersedes it
 }
 
 func (it *runItem) snapshot() bool { return it.rec == nil && isSnapshotPhase(it.phase) }
@@ -74,37 +76,41 @@ func (r *Run) enqueue(it *runItem) (*runItem, error) {
 // snapshots a newer queued one supersedes, stores large payloads beside
 // the log, and hands the records to the client's log all at once (one
 // group commit when they can share one), until the run is finished and
-// its queue drained.
+// its queue drained. One take is written at a time, by the writer or by
+// a caller of a durable write (durable), so records reach the log in the
+// order of the calls.
 func (r *Run) write() {
 	defer close(r.exited)
 	for {
 		r.mu.Lock()
-		for len(r.queue) == 0 && !r.finished {
+		for r.busy || (len(r.queue) == 0 && !r.finished) {
 			r.cond.Wait()
 		}
 		items := r.queue
 		r.queue = nil
+		r.busy = len(items) > 0
 		r.mu.Unlock()
 		if len(items) == 0 {
 			return
 		}
-		r.writeItems(items)
+		r.settleTake(items, r.send(items))
 	}
 }
 
-func (r *Run) writeItems(items []*runItem) {
+// send seals the records of a take and hands them to the client's log. It
+// settles at once the items that are coalesced or fail before the log
+// has them, and returns the others with their appends.
+func (r *Run) send(items []*runItem) []sent {
 	last := -1
 	for i, it := range items {
 		if it.snapshot() {
 			last = i
 		}
 	}
-	var send []*runItem
-	var pend []submitted
-	coalesced := 0
+	var out []sent
 	for i, it := range items {
 		if it.snapshot() && i != last {
-			coalesced++
+			it.coalesced = true
 			continue
 		}
 		if it.rec == nil {
@@ -112,35 +118,50 @@ func (r *Run) writeItems(items []*runItem) {
 			it.payload = nil
 		}
 		if it.err == nil {
-			it.rec, it.err = r.c.authorize(context.Background(), it.rec)
-		}
-		if it.err == nil {
 			var s submitted
 			if s, it.err = r.c.submit(context.Background(), it.rec); it.err == nil {
-				send = append(send, it)
-				pend = append(pend, s)
+				out = append(out, sent{it, s})
 				continue
 			}
 		}
-		r.settle(it, 0)
+		r.settle(it)
 	}
-	for i, it := range send {
-		e, err := pend[i].p.Wait(context.Background())
-		if pend[i].release != nil {
-			pend[i].release()
+	return out
+}
+
+// sent is an item of a take handed to the log.
+type sent struct {
+	it *runItem
+	s  submitted
+}
+
+// settleTake waits for the appends of a take, settles them, and ends the
+// take: the next one may be written.
+func (r *Run) settleTake(items []*runItem, pend []sent) {
+	for _, p := range pend {
+		e, err := p.s.p.Wait(context.Background())
+		if p.s.release != nil {
+			p.s.release()
 		}
-		it.receipt, it.err = receipt(e), err
-		r.settle(it, 0)
+		p.it.receipt, p.it.err = receipt(e), err
+		r.settle(p.it)
+	}
+	coalesced := 0
+	for _, it := range items {
+		if it.coalesced {
+			coalesced++
+		}
 	}
 	r.mu.Lock()
 	r.coalesced += coalesced
 	r.settled = items[len(items)-1].seq
+	r.busy = false
 	r.cond.Broadcast()
 	r.mu.Unlock()
 }
 
 // settle records the outcome of one item.
-func (r *Run) settle(it *runItem, _ int) {
+func (r *Run) settle(it *runItem) {
 	r.mu.Lock()
 	if it.err != nil {
 		if it.landed == nil {
@@ -156,11 +177,42 @@ func (r *Run) settle(it *runItem, _ int) {
 	}
 }
 
-// durable queues a record built by the caller and waits until it landed.
+// durable appends a record built by the caller after every checkpoint
+// queued before it, and waits until it landed. When nothing is queued or
+// being written, the caller writes it as a take of its own, handing it to
+// the log itself: no hand-over to the run's writer and back, so that
+// concurrent runs' effects cost what plain appends cost.
 func (r *Run) durable(ctx context.Context, phase string, rec *records.Record) (Receipt, error) {
-	it, err := r.enqueue(&runItem{phase: phase, rec: rec, landed: make(chan struct{})})
-	if err != nil {
-		return Receipt{}, err
+	it := &runItem{phase: phase, rec: rec, landed: make(chan struct{})}
+	r.mu.Lock()
+	if r.finished {
+		r.mu.Unlock()
+		return Receipt{}, ErrRunFinished
+	}
+	r.enqueued++
+	it.seq = r.enqueued
+	inline := len(r.queue) == 0 && !r.busy
+	if inline {
+		r.busy = true
+	} else {
+		r.queue = append(r.queue, it)
+		r.cond.Broadcast()
+	}
+	r.mu.Unlock()
+	if inline {
+		items := []*runItem{it}
+		pend := r.send(items)
+		if len(pend) == 0 {
+			r.settleTake(items, nil)
+		} else {
+			select {
+			case <-pend[0].s.p.Done():
+				r.settleTake(items, pend)
+			case <-ctx.Done():
+				// The append goes on to its outcome; the take ends then.
+				go r.settleTake(items, pend)
+			}
+		}
 	}
 	select {
 	case <-it.landed:
@@ -170,8 +222,10 @@ func (r *Run) durable(ctx context.Context, phase string, rec *records.Record) (R
 	}
 }
 
-// checkpointRecord builds the record of a checkpoint, storing a large
-// payload beside the log first.
+// checkpointRecord builds and seals the record of a checkpoint: the
+// redaction policies of the run's thread hold for its payload, which is
+// stored beside the log when large, after them, so that a covered value
+// is stored nowhere.
 func (r *Run) checkpointRecord(phase string, payload any, ts time.Time) (*records.Record, error) {
 	raw, err := payloadEnc.Marshal(payload)
 	if err != nil {
@@ -180,26 +234,23 @@ func (r *Run) checkpointRecord(phase string, payload any, ts time.Time) (*record
 	if len(raw) == 0 || raw[0]>>5 != 5 {
 		return nil, &records.FieldError{Field: "payload", Rule: "must be a map"}
 	}
-	// The run's thread's redaction policies hold for its payloads, inline
-	// or stored beside the log: a covered value is stored nowhere.
-	if raw, _, err = r.c.redactBody(context.Background(), r.thread, raw); err != nil {
-		return nil, err
-	}
-	body := runBody{RunID: r.id, ThreadID: r.thread, SchemaVersion: RunSchemaVersion, Phase: phase, TimestampMS: ts.UnixMilli()}
-	if len(raw) > MaxInlinePayload {
-		ref, err := r.c.putBlob(context.Background(), raw)
-		if err != nil {
-			return nil, err
-		}
-		body.PayloadBlob = &ref
-	} else {
-		body.Payload = raw
-	}
 	kind := KindRunCheckpoint
 	if isSnapshotPhase(phase) {
 		kind = KindRunSnapshot
 	}
-	return records.New(records.ActLearn, kind, r.rthread, r.actor(), ts, &body)
+	return r.c.seal(context.Background(), sealing{policy: r.thread, payload: raw, build: func(raw []byte) (*records.Record, error) {
+		body := runBody{RunID: r.id, ThreadID: r.thread, SchemaVersion: RunSchemaVersion, Phase: phase, TimestampMS: ts.UnixMilli()}
+		if len(raw) > MaxInlinePayload {
+			ref, err := r.c.putBlob(context.Background(), raw)
+			if err != nil {
+				return nil, err
+			}
+			body.PayloadBlob = &ref
+		} else {
+			body.Payload = raw
+		}
+		return records.New(records.ActLearn, kind, r.rthread, r.actor(), ts, &body)
+	}})
 }
 
 func (r *Run) actor() string { return r.cfg.actor }
@@ -337,9 +388,12 @@ type RecordedEffect struct {
 	Tool       string
 	InputHash  string
 	OutputHash string
-	Output     json.RawMessage
-	Blob       *BlobRef
-	Time       time.Time
+	// Output is the output as recorded (nil when it is in Blob). Effect
+	// checks it against OutputHash before it replays it, VerifyRun for
+	// every effect; a read (ResumeRun, RunDetail) does not.
+	Output json.RawMessage
+	Blob   *BlobRef
+	Time   time.Time
 }
 
 // EffectResult is what Effect returns.
@@ -462,7 +516,11 @@ func (r *Run) Effect(ctx context.Context, callID, tool string, args any, fn func
 	} else {
 		body.Output = string(out)
 	}
-	er, err := records.New(records.ActDo, KindRunEffect, r.ethread, r.actor(), now, &body)
+	// The seal path, under the run's thread's policies; an effect has no
+	// payload for them to look into (its output is JSON text).
+	er, err := r.c.seal(ctx, sealing{policy: r.thread, build: func([]byte) (*records.Record, error) {
+		return records.New(records.ActDo, KindRunEffect, r.ethread, r.actor(), now, &body)
+	}})
 	if err != nil {
 		return EffectResult{}, err
 	}
@@ -549,14 +607,18 @@ func (c *Client) loadBlob(ctx context.Context, cp *RunCheckpoint, thread, runID 
 // effectOutput returns the output of a recorded effect, fetching it from
 // its blob when it is not inline.
 func (c *Client) effectOutput(ctx context.Context, e RecordedEffect, thread, runID string) (json.RawMessage, error) {
-	if e.Blob == nil || e.Output != nil {
-		return e.Output, nil
+	out := e.Output
+	if e.Blob != nil && out == nil {
+		data, err := c.getBlob(ctx, *e.Blob)
+		if err != nil {
+			return nil, &CheckpointError{Thread: thread, Run: runID, Clock: e.Clock, Reason: ReasonVerification, Field: "output_blob", Err: err}
+		}
+		out = data
 	}
-	data, err := c.getBlob(ctx, *e.Blob)
-	if err != nil {
-		return nil, &CheckpointError{Thread: thread, Run: runID, Clock: e.Clock, Reason: ReasonVerification, Field: "output_blob", Err: err}
+	if outputHash(out) != e.OutputHash {
+		return nil, &CheckpointError{Thread: thread, Run: runID, Clock: e.Clock, Reason: ReasonVerification, Field: "output_hash"}
 	}
-	return data, nil
+	return out, nil
 }
 
 // blobs is the client's blob bucket (BlobBucket).

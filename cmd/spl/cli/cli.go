@@ -12,7 +12,8 @@
 //	   sdk.ErrUnknownProjection), or a read model that did not catch up in time (sdk.ErrProjectionBehind)
 //	2  not found (sdk.ErrNotFound)
 //	3  storage error (anything else)
-//	4  verification found corrupt or missing records (records.ErrCorrupt, verify)
+//	4  verification found corrupt or missing records (records.ErrCorrupt, verify), or a run checkpoint that
+//	   cannot be resumed from (sdk.ErrCheckpointCorrupt)
 package cli
 
 import (
@@ -286,7 +287,7 @@ func exitCode(err error) int {
 		return ExitUsage
 	case errors.Is(err, sdk.ErrNotFound):
 		return ExitNotFound
-	case errors.Is(err, errDamaged), errors.Is(err, records.ErrCorrupt):
+	case errors.Is(err, errDamaged), errors.Is(err, records.ErrCorrupt), errors.Is(err, sdk.ErrCheckpointCorrupt):
 		return ExitCorrupt
 	case !errors.As(err, &re):
 		return ExitUsage // cobra: unknown command or flag, wrong number of arguments
@@ -334,7 +335,8 @@ Exit codes:
      refused erasure), or a read model did not catch up within --timeout
   2  not found (e.g. a thread with no checkpoint)
   3  storage error (the log could not be opened, read or written)
-  4  verification found corrupt or missing records`
+  4  verification found corrupt or missing records, or a run checkpoint
+     that cannot be resumed from`
 
 func newRootCommand(a *app) *cobra.Command {
 	root := &cobra.Command{

@@ -50,4 +50,15 @@ func TestRunListAndShow(t *testing.T) {
 	if r := spl(t, home, "", "run", "show", "nope"); r.code != ExitNotFound {
 		t.Fatalf("unknown run: exit %d", r.code)
 	}
+	// A checkpoint a resume would refuse (no payload): the run is listed
+	// as failed, and show exits as for corruption.
+	mustSPL(t, home, "", "emit", "--thread", sdk.RunThread("th_cli", "bad"), "--act", "LEARN", "--kind", sdk.KindRunCheckpoint,
+		"--actor", seedActor, "--body", `{"run_id":"bad","thread_id":"th_cli","phase":"pre_llm"}`)
+	if r := spl(t, home, "", "run", "show", "bad"); r.code != ExitCorrupt || !strings.Contains(r.stderr, "missing field payload") {
+		t.Fatalf("bad run: exit %d, stderr %q", r.code, r.stderr)
+	}
+	runs = decodeJSON[[]wire.Run](t, mustSPL(t, home, "", "--json", "run", "list", "--status", "failed").stdout)
+	if len(runs) != 1 || runs[0].RunID != "bad" || runs[0].Problem == "" {
+		t.Fatalf("failed runs: %+v", runs)
+	}
 }
