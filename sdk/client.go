@@ -317,21 +317,8 @@ func (c *Client) AppendEvent(ctx context.Context, ev Event) (Record, error) {
 // record is stored but retention fails, Append returns the receipt and a
 // *RetentionError; the next checkpoint or ApplyRetention tries again.
 func (c *Client) Append(ctx context.Context, rec *records.Record) (Record, error) {
-	rec, err := c.seal(ctx, rec)
-	if err != nil {
-		return Record{}, err
-	}
-	e, err := c.log.Append(ctx, rec)
-	if err != nil {
-		return Record{}, err
-	}
-	r := Record{ID: e.ID, Clock: e.Clock, Record: e.Record}
-	if h := rec.Header; h.Kind == records.KindCheckpoint {
-		if _, err := c.enforceRetention(ctx, h.Thread, h.Actor, r.Clock); err != nil {
-			return r, &RetentionError{Thread: h.Thread, Err: err}
-		}
-	}
-	return r, nil
+	out, errs := c.appendAll(ctx, []*records.Record{rec}, []error{nil})
+	return out[0], errs[0]
 }
 
 // Pending is an EmitAsync record on its way to the log.
