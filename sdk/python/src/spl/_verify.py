@@ -104,10 +104,6 @@ def decode(b: bytes):
     return v
 
 
-def _item_end(b: bytes, off: int) -> int:
-    return _decode(b, off)[1]
-
-
 def verify_envelope(env: bytes, want_id: str | None = None) -> dict:
     """Checks a record's stored bytes and returns {"id", "header", "body"}.
 
@@ -119,12 +115,12 @@ def verify_envelope(env: bytes, want_id: str | None = None) -> dict:
     env = bytes(env)
     if not env or env[0] != 0xA3:
         raise CorruptRecordError("envelope: not a map of 3 entries")
-    off, parts = 1, {}
+    off, parts, values = 1, {}, {}
     for key in (b"b", b"h", b"s"):
         if env[off:off + 2] != b"\x61" + key:
             raise CorruptRecordError(f"envelope: key {key.decode()} expected")
         off += 2
-        end = _item_end(env, off)
+        values[key], end = _decode(env, off)  # each item decoded once
         parts[key] = env[off:end]
         off = end
     if off != len(env):
@@ -132,7 +128,7 @@ def verify_envelope(env: bytes, want_id: str | None = None) -> dict:
     body_bytes, header_bytes, salt_item = parts[b"b"], parts[b"h"], parts[b"s"]
     if len(salt_item) != 34 or salt_item[:2] != b"\x58\x20":
         raise CorruptRecordError("envelope: salt must be 32 bytes")
-    header, body = decode(header_bytes), decode(body_bytes)
+    header, body = values[b"h"], values[b"b"]
     if not isinstance(body, dict) or not isinstance(header, dict):
         raise CorruptRecordError("envelope: header and body must be maps")
     bd = header.get("bd")
