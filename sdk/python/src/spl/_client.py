@@ -169,32 +169,39 @@ class Client:
         t.add_done_callback(self._sending.discard)
 
     async def _send_batches(self, batches: list) -> None:
-        for batch in batches:
-            if len(batch) == 1:
-                req, fut, text = batch[0]
+        try:
+            for batch in batches:
+                if len(batch) == 1:
+                    req, fut, text = batch[0]
+                    try:
+                        r = Record(await (self._send("POST", "/v1/records", text) if text is not None else
+                                          self.request("POST", "/v1/records", req)), None)
+                    except Exception as e:
+                        _settle(fut, exc=e)
+                    else:
+                        _settle(fut, r)
+                    continue
                 try:
-                    r = Record(await (self._send("POST", "/v1/records", text) if text is not None else
-                                      self.request("POST", "/v1/records", req)), None)
+                    j = await self._send("POST", "/v1/records/batch", b'{"records":[' + b",".join(t for _, _, t in batch) + b"]}")
+                    results = j.get("results") if isinstance(j, dict) else None
                 except Exception as e:
-                    _settle(fut, exc=e)
-                else:
-                    _settle(fut, r)
-                continue
-            try:
-                j = await self._send("POST", "/v1/records/batch", b'{"records":[' + b",".join(t for _, _, t in batch) + b"]}")
-                results = j.get("results") if isinstance(j, dict) else None
-            except Exception as e:
+                    for _, fut, _ in batch:
+                        _settle(fut, exc=e)
+                    continue
+                for i, (_, fut, _) in enumerate(batch):
+                    res = results[i] if isinstance(results, list) and i < len(results) else None
+                    if not isinstance(res, dict):
+                        _settle(fut, exc=SplError(500, f"the server answered {len(results or [])} results for a batch of {len(batch)}"))
+                    elif res.get("status") == 201 and isinstance(res.get("record"), dict):
+                        _settle(fut, Record(res["record"], None))
+                    else:
+                        _settle(fut, exc=error_of(res.get("status", 500), res))
+        finally:
+            # Cancelled midway (the loop shutting down): no caller waits forever.
+            for batch in batches:
                 for _, fut, _ in batch:
-                    _settle(fut, exc=e)
-                continue
-            for i, (_, fut, _) in enumerate(batch):
-                res = results[i] if isinstance(results, list) and i < len(results) else None
-                if not isinstance(res, dict):
-                    _settle(fut, exc=SplError(500, f"the server answered {len(results or [])} results for a batch of {len(batch)}"))
-                elif res.get("status") == 201 and isinstance(res.get("record"), dict):
-                    _settle(fut, Record(res["record"], None))
-                else:
-                    _settle(fut, exc=error_of(res.get("status", 500), res))
+                    if not fut.done():
+                        fut.cancel()
 
     def enqueue(self, **event) -> None:
         """Write-behind: queues emit(**event) and returns at once; flush() waits."""
