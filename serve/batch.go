@@ -72,7 +72,6 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 	for i, item := range items {
 		ev, res, ok := s.batchEvent(r, item)
 		if !ok {
-			s.m.refused.WithLabelValues("invalid").Inc()
 			results[i] = res
 			continue
 		}
@@ -161,17 +160,21 @@ func decodeBatch(data []byte) ([]json.RawMessage, wire.Error, bool) {
 }
 
 // batchEvent reads one item as handleEmit reads its request, and answers
-// what that route would when the item is refused before the log.
+// (and counts) what that route would when the item is refused before the
+// log.
 func (s *Server) batchEvent(r *http.Request, item json.RawMessage) (sdk.Event, batchResult, bool) {
 	var req emitRequest
 	if e, ok := decodeStrict(item, &req); !ok {
+		s.m.refused.WithLabelValues("bad_json").Inc()
 		return sdk.Event{}, batchResult{Status: http.StatusBadRequest, Error: e.Error, Field: e.Field, Rule: e.Rule}, false
 	}
 	if len(req.Body) == 0 {
+		s.m.refused.WithLabelValues("invalid").Inc()
 		return sdk.Event{}, batchResult{Status: http.StatusBadRequest, Error: "body: required", Field: "body", Rule: "required: a JSON object"}, false
 	}
 	body, err := records.BodyFromJSON(req.Body)
 	if err != nil {
+		s.m.refused.WithLabelValues("invalid").Inc()
 		return sdk.Event{}, s.failure(r, err), false
 	}
 	salt, sig, err := req.signed()
@@ -179,6 +182,7 @@ func (s *Server) batchEvent(r *http.Request, item json.RawMessage) (sdk.Event, b
 		err = &records.FieldError{Field: "ts", Rule: "required with signature: the signed record's time"}
 	}
 	if err != nil {
+		s.m.refused.WithLabelValues("invalid").Inc()
 		return sdk.Event{}, s.failure(r, err), false
 	}
 	ts := time.Now()
@@ -188,6 +192,7 @@ func (s *Server) batchEvent(r *http.Request, item json.RawMessage) (sdk.Event, b
 	// Checks the request as handleEmit does; the service layer seals the
 	// event itself, after its redaction policies.
 	if _, err := records.New(req.Act, req.Kind, req.Thread, req.Actor, ts, records.RawBody(body)); err != nil {
+		s.m.refused.WithLabelValues("invalid").Inc()
 		s.m.appends.WithLabelValues("invalid").Inc()
 		return sdk.Event{}, s.failure(r, err), false
 	}
