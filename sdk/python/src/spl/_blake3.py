@@ -13,7 +13,9 @@ So the compression function works on four words at a time, one
 per 64-bit lane of an int (see _compress_source), and is written out in
 full when the module loads: the seven rounds unrolled, the message words
 permuted into local names, no loop, no list indexing, no global lookup.
-About 2.4 times the speed of the plain loop it replaces.
+About 2.4 times the speed of the plain loop it replaces; blake3_pair
+hashes a record's header and body together, eight words an operation,
+for a fifth less again.
 """
 
 from __future__ import annotations
@@ -31,69 +33,86 @@ _key_words = struct.Struct("<8I").unpack
 _out_bytes = struct.Struct("<8I").pack
 
 
-def _compress_source() -> str:
-    """The source of _compress(cv, m, counter, block_len, flags): cv the 8
-    words of the chaining value, m the 16 words of the block; it returns
-    the 8 words of the new chaining value.
+def _compress_source(n: int) -> str:
+    """The source of the compression function, doing n compressions (1 or
+    2) in one pass: _compress(cv, m, counter, block_len, flags), cv the 8
+    words of the chaining value and m the 16 words of the block, returns
+    the 8 words of the new chaining value; _compress2 takes the same five
+    arguments twice and returns two of them.
 
     The state's four rows (s0-s3, s4-s7, s8-s11, s12-s15) are each one int
-    holding a row's four words in 64-bit lanes, so that one Python
-    operation does the work of four: G mixes the four columns at once,
-    then, the rows rotated by one, two and three lanes, the four
-    diagonals, and the rows go back. A sum stays within its lane (a and c
-    are left unmasked between additions, a few bits over 32 at most), and
-    a rotation takes its input masked to 32 bits a lane: multiplied by
-    2**32 + 1, a lane holds its word twice, and shifted right by r, its low
-    32 bits are the word rotated by r. The message words are shifted to
-    the lanes they take once a block."""
-    lane = hex(sum(0xFFFFFFFF << (64 * i) for i in range(4)))
-    low1, low2, low3 = hex((1 << 64) - 1), hex((1 << 128) - 1), hex((1 << 192) - 1)
+    holding a row's four words in 64-bit lanes (a second compression's in
+    lanes 4-7), so that one Python operation does the work of four (or
+    eight): G mixes the four columns at once, then, the rows rotated by
+    one, two and three lanes, the four diagonals, and the rows go back. A
+    sum stays within its lane (a and c are left unmasked between
+    additions, a few bits over 32 at most), and a rotation takes its
+    input masked to 32 bits a lane: multiplied by 2**32 + 1, a lane holds
+    its word twice, and shifted right by r, its low 32 bits are the word
+    rotated by r. The message words are shifted to the lanes they take
+    once a block."""
+    lanes = 4 * n
+    lane = hex(sum(0xFFFFFFFF << (64 * i) for i in range(lanes)))
+    mult = hex(1 << 32 | 1)
+    full = (1 << 64) - 1
 
-    def row(words):  # four message words in the lanes of one int
-        return " | ".join([f"m{words[0]}"] + [f"m{w}_{i}" for i, w in enumerate(words) if i])
+    def by_lanes(k: int):  # rotate each row's four lanes by k: lane i takes lane i + k
+        down = sum(full << (64 * (4 * g + i)) for g in range(n) for i in range(k, 4))
+        up = sum(full << (64 * (4 * g + i)) for g in range(n) for i in range(k))
+        return lambda x: (f"{x} >> {64 * k}" if n == 1 else f"({x} & {hex(down)}) >> {64 * k}") + f" | ({x} & {hex(up)}) << {64 * (4 - k)}"
 
-    def mix(x, y):  # G on the four lanes, message words x and y
-        k = hex(1 << 32 | 1)
-        return [f"    a = a + b + ({x}); d = ((d ^ a) & {lane}) * {k} >> 16 & {lane}",
-                f"    c = c + d; b = ((b ^ c) & {lane}) * {k} >> 12 & {lane}",
-                f"    a = a + b + ({y}); d = ((d ^ a) & {lane}) * {k} >> 8 & {lane}",
-                f"    c = c + d; b = ((b ^ c) & {lane}) * {k} >> 7 & {lane}"]
+    prefix = ("m", "n")[:n]  # the message words of each compression
 
-    lines = [
-        "def _compress(cv, m, counter, block_len, flags):",
-        "    " + ", ".join(f"m{i}" for i in range(16)) + " = m",
-        "    s0, s1, s2, s3, s4, s5, s6, s7 = cv",
-        "    a = s0 | s1 << 64 | s2 << 128 | s3 << 192",
-        "    b = s4 | s5 << 64 | s6 << 128 | s7 << 192",
-        f"    c = {hex(_IV[0] | _IV[1] << 64 | _IV[2] << 128 | _IV[3] << 192)}",
-        "    d = (counter & 0xFFFFFFFF) | (counter >> 32) << 64 | block_len << 128 | flags << 192",
-    ]
+    def row(words):  # message words in the lanes of one int
+        return " | ".join(f"{p}{w}" if g == 0 and i == 0 else f"{p}{w}_{4 * g + i}"
+                          for g, p in enumerate(prefix) for i, w in enumerate(words))
+
+    def mix(x, y):  # G on every lane, message words x and y
+        return [f"    a = a + b + ({x}); d = ((d ^ a) & {lane}) * {mult} >> 16 & {lane}",
+                f"    c = c + d; b = ((b ^ c) & {lane}) * {mult} >> 12 & {lane}",
+                f"    a = a + b + ({y}); d = ((d ^ a) & {lane}) * {mult} >> 8 & {lane}",
+                f"    c = c + d; b = ((b ^ c) & {lane}) * {mult} >> 7 & {lane}"]
+
+    def packed(names):  # words in the lanes of one int, in order
+        return " | ".join(v if i == 0 else f"{v} << {64 * i}" for i, v in enumerate(names))
+
+    args = ["cv", "m", "counter", "block_len", "flags", "cv_b", "m_b", "counter_b", "block_len_b", "flags_b"][:5 * n]
+    lines = [f"def {'_compress' if n == 1 else '_compress2'}({', '.join(args)}):"]
+    d = []
+    for p, sfx in zip(prefix, ("", "_b")):
+        lines += ["    " + ", ".join(f"{p}{i}" for i in range(16)) + f" = m{sfx}",
+                  "    " + ", ".join(f"{p}s{i}" for i in range(8)) + f" = cv{sfx}"]
+        d += [f"(counter{sfx} & 0xFFFFFFFF)", f"(counter{sfx} >> 32)", f"block_len{sfx}", f"flags{sfx}"]
+    lines += [f"    a = {packed([f'{p}s{i}' for p in prefix for i in range(4)])}",
+              f"    b = {packed([f'{p}s{i}' for p in prefix for i in range(4, 8)])}",
+              f"    c = {hex(sum(w << (64 * i) for i, w in enumerate(_IV[:4] * n)))}",
+              f"    d = {packed(d)}"]
     # Each word shifted to the lanes the rounds put it in, once a block.
     shifted, o = set(), list(range(16))
     for _ in range(7):
         for words in (o[0:8:2], o[1:8:2], o[8:16:2], o[9:16:2]):
-            shifted.update((w, i) for i, w in enumerate(words) if i)
+            shifted.update((g, w, i) for g in range(n) for i, w in enumerate(words) if g or i)
         o = [o[i] for i in _PERM]
-    lines += [f"    m{w}_{i} = m{w} << {64 * i}" for w, i in sorted(shifted)]
+    lines += [f"    {prefix[g]}{w}_{4 * g + i} = {prefix[g]}{w} << {64 * (4 * g + i)}" for g, w, i in sorted(shifted)]
     o = list(range(16))  # the message word order of the round
     for _ in range(7):
         lines += mix(row(o[0:8:2]), row(o[1:8:2]))
-        lines.append(f"    b = b >> 64 | (b & {low1}) << 192; c = c >> 128 | (c & {low2}) << 128; d = d >> 192 | (d & {low3}) << 64")
+        lines.append(f"    b = {by_lanes(1)('b')}; c = {by_lanes(2)('c')}; d = {by_lanes(3)('d')}")
         lines += mix(row(o[8:16:2]), row(o[9:16:2]))
-        lines.append(f"    b = b >> 192 | (b & {low3}) << 64; c = c >> 128 | (c & {low2}) << 128; d = d >> 64 | (d & {low1}) << 192")
+        lines.append(f"    b = {by_lanes(3)('b')}; c = {by_lanes(2)('c')}; d = {by_lanes(1)('d')}")
         o = [o[i] for i in _PERM]
-    lines += [
-        f"    a = (a ^ c) & {lane}",
-        f"    b = (b ^ d) & {lane}",
-        "    return (a & 0xFFFFFFFF, a >> 64 & 0xFFFFFFFF, a >> 128 & 0xFFFFFFFF, a >> 192,",
-        "            b & 0xFFFFFFFF, b >> 64 & 0xFFFFFFFF, b >> 128 & 0xFFFFFFFF, b >> 192)",
-    ]
+    lines += [f"    a = (a ^ c) & {lane}", f"    b = (b ^ d) & {lane}"]
+    outs = []
+    for g in range(n):
+        words = [f"{x} >> {64 * (4 * g + i)} & 0xFFFFFFFF" if 4 * g + i else f"{x} & 0xFFFFFFFF" for x in "ab" for i in range(4)]
+        outs.append("(" + ", ".join(words) + ")")
+    lines.append("    return " + ", ".join(outs))
     return "\n".join(lines) + "\n"
 
 
 _ns: dict = {}
-exec(compile(_compress_source(), "<blake3 compress>", "exec"), _ns)
-_compress = _ns["_compress"]
+exec(compile(_compress_source(1) + _compress_source(2), "<blake3 compress>", "exec"), _ns)
+_compress, _compress2 = _ns["_compress"], _ns["_compress2"]
 
 
 def _chunk(cv, data: bytes, start: int, end: int, index: int, base: int):
@@ -113,14 +132,18 @@ def _chunk(cv, data: bytes, start: int, end: int, index: int, base: int):
     return cv, _words(block), n, flags | _CHUNK_END
 
 
+def _key(key: bytes | None) -> tuple:
+    """The first chaining value and the flags of a hash, keyed or not."""
+    if key is None:
+        return _IV, 0
+    if len(key) != 32:
+        raise ValueError("blake3: the key must be 32 bytes")
+    return _key_words(key), _KEYED_HASH
+
+
 def blake3(data: bytes, key: bytes | None = None) -> bytes:
     """The 32-byte BLAKE3 hash of data, keyed when key (32 bytes) is given."""
-    if key is not None:
-        if len(key) != 32:
-            raise ValueError("blake3: the key must be 32 bytes")
-        kw, base = _key_words(key), _KEYED_HASH
-    else:
-        kw, base = _IV, 0
+    kw, base = _key(key)
     data = bytes(data)
     size = len(data)
     if size <= _CHUNK_LEN:  # one chunk, the root: the usual record
@@ -146,3 +169,38 @@ def blake3(data: bytes, key: bytes | None = None) -> bytes:
         right = _compress(cv, m, counter, n, flags)
         cv, m, counter, n, flags = kw, stack.pop() + right, 0, _BLOCK_LEN, base | _PARENT
     return _out_bytes(*_compress(cv, m, counter, n, flags | _ROOT))
+
+
+def _blocks(data: bytes, base: int) -> list:
+    """The blocks of a message of one chunk as (words, block_len, flags),
+    the last flagged as the chunk's end and the root."""
+    size = len(data)
+    out = []
+    off = 0
+    flags = base | _CHUNK_START
+    while size - off > _BLOCK_LEN:
+        out.append((_words_at(data, off), _BLOCK_LEN, flags))
+        flags = base
+        off += _BLOCK_LEN
+    n = size - off
+    out.append((_words(data[off:] + bytes(_BLOCK_LEN - n)), n, flags | _CHUNK_END | _ROOT))
+    return out
+
+
+def blake3_pair(a: bytes, key_a: bytes | None, b: bytes, key_b: bytes | None) -> tuple:
+    """(blake3(a, key_a), blake3(b, key_b)), computed together when both
+    fit in one chunk, as a record's header and body do: a block of each
+    a pass, about 1.3 times the cost of one block alone."""
+    a, b = bytes(a), bytes(b)
+    if len(a) > _CHUNK_LEN or len(b) > _CHUNK_LEN:
+        return blake3(a, key_a), blake3(b, key_b)
+    (cva, basea), (cvb, baseb) = (_key(key_a), _key(key_b))
+    ja, jb = _blocks(a, basea), _blocks(b, baseb)
+    for i in range(min(len(ja), len(jb))):
+        (ma, na, fa), (mb, nb, fb) = ja[i], jb[i]
+        cva, cvb = _compress2(cva, ma, 0, na, fa, cvb, mb, 0, nb, fb)
+    for m, n, f in ja[len(jb):]:
+        cva = _compress(cva, m, 0, n, f)
+    for m, n, f in jb[len(ja):]:
+        cvb = _compress(cvb, m, 0, n, f)
+    return _out_bytes(*cva), _out_bytes(*cvb)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import struct
 
-from ._blake3 import blake3
+from ._blake3 import blake3, blake3_pair
 
 _CID_PREFIX = bytes((0x01, 0x51, 0x1E, 0x20))
 
@@ -134,9 +134,11 @@ def verify_envelope(env: bytes, want_id: str | None = None) -> dict:
     bd = header.get("bd")
     if not isinstance(bd, bytes) or len(bd) != 32:
         raise CorruptRecordError("header: bd must be 32 bytes")
-    if body_digest(body_bytes, salt_item[2:]) != bd:
+    # Both hashes in one pass: the body keyed with the salt, the header.
+    digest, hid = blake3_pair(body_bytes, salt_item[2:], header_bytes, None)
+    if digest != bd:
         raise CorruptRecordError("body digest does not match the header's bd")
-    rid = id_of_header(header_bytes)
+    rid = cid_text(_CID_PREFIX + hid)
     if want_id is not None and rid != want_id:
         raise CorruptRecordError(f"id: the header hashes to {rid}, not {want_id}")
     prev = header.get("prev")
