@@ -2,8 +2,8 @@
 # The SDKs over spl serve on loopback, beside Go over the same server in the
 # same run (bench/sdkhttp: Go's net/http, verifying as the SDKs do): one
 # writer's durable emit p50, 64 concurrent emitters' records/s, the latest
-# checkpoint's p50. Writes a markdown table to bench/results/. Needs
-# sdk/typescript built (npm ci && npm run build).
+# checkpoint's p50. Writes a markdown table to bench/results/ (or to $OUT).
+# Needs sdk/typescript built (npm ci && npm run build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
@@ -15,10 +15,13 @@ go build -o "$tmp/sdkhttp" ./bench/sdkhttp
 pid=$!
 for _ in $(seq 1 200); do [ -s "$tmp/addr" ] && break; sleep 0.05; done
 export SPL_URL="http://$(cat "$tmp/addr")"
+# The write token spl serve created on its first start: it authenticates
+# by default, and every client here sends it as a bearer token.
+export SPL_TOKEN=$(cat "$tmp/home/token")
 go=$("$tmp/sdkhttp")
 ts=$(cd sdk/typescript && node bench/bench.mjs)
 py=$(cd sdk/python && PYTHONPATH=src python3 bench.py)
-out=bench/results/sdks-$(date -u +%Y-%m-%d).md
+out=${OUT:-bench/results/sdks-$(date -u +%Y-%m-%d).md}
 python3 - "$go" "$ts" "$py" >"$out" <<'PY'
 import json, sys, platform, os
 g, t, p = (json.loads(a) for a in sys.argv[1:4])

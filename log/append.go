@@ -128,6 +128,13 @@ func (l *Log) AppendAfter(ctx context.Context, rec *records.Record, after uint64
 	return p.Wait(ctx)
 }
 
+// SubmitAfter is Submit on AppendAfter's condition: the append lands only
+// if the last record of rec's thread is still the one at clock after;
+// else its Pending fails with an error wrapping ErrMoved.
+func (l *Log) SubmitAfter(ctx context.Context, rec *records.Record, after uint64) (*Pending, error) {
+	return l.submit(ctx, rec, true, after)
+}
+
 func (l *Log) submit(ctx context.Context, rec *records.Record, cond bool, after uint64) (*Pending, error) {
 	if rec == nil {
 		return nil, errors.New("spl/log: append: nil record")

@@ -331,26 +331,12 @@ func (c *Client) Append(ctx context.Context, rec *records.Record) (Record, error
 // still at clock after (log.AppendAfter; else an error wrapping
 // log.ErrMoved, nothing appended).
 func (c *Client) append(ctx context.Context, rec *records.Record, cond bool, after uint64) (Record, error) {
-	rec, err := c.seal(ctx, sealing{rec: rec})
-	if err != nil {
-		return Record{}, err
-	}
-	var e splog.Entry
+	var at *uint64
 	if cond {
-		e, err = c.log.AppendAfter(ctx, rec, after)
-	} else {
-		e, err = c.log.Append(ctx, rec)
+		at = &after
 	}
-	if err != nil {
-		return Record{}, err
-	}
-	r := Record{ID: e.ID, Clock: e.Clock, Record: e.Record}
-	if h := rec.Header; h.Kind == records.KindCheckpoint {
-		if _, err := c.enforceRetention(ctx, h.Thread, h.Actor, r.Clock); err != nil {
-			return r, &RetentionError{Thread: h.Thread, Err: err}
-		}
-	}
-	return r, nil
+	out, errs := c.appendAll(ctx, []*records.Record{rec}, []error{nil}, at)
+	return out[0], errs[0]
 }
 
 // Pending is an EmitAsync record on its way to the log.

@@ -156,6 +156,7 @@ func TestAPIShapes(t *testing.T) {
 		code                      int
 	}{
 		{"POST", "/v1/records", "/v1/records", emitBody(thread, "DO", "agent.step", `{"step":2}`), 201},
+		{"POST", "/v1/records/batch", "/v1/records/batch", `{"records":[` + emitBody(thread, "DO", "agent.step", `{"step":3}`) + `,` + emitBody(thread, "do", "agent.step", `{}`) + `]}`, 200},
 		{"GET", "/v1/threads", "/v1/threads", "", 200},
 		{"GET", "/v1/threads/{thread}/records", "/v1/threads/" + thread + "/records", "", 200},
 		{"GET", "/v1/threads/{thread}/checkpoint", "/v1/threads/" + thread + "/checkpoint", "", 200},

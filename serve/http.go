@@ -33,6 +33,7 @@ const (
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/records", s.handleEmit)
+	mux.HandleFunc("POST /v1/records/batch", s.handleBatch)
 	mux.HandleFunc("GET /v1/threads", s.handleThreads)
 	mux.HandleFunc("GET /v1/threads/{thread}/records", s.handleQuery)
 	mux.HandleFunc("GET /v1/threads/{thread}/checkpoint", s.handleCheckpoint)

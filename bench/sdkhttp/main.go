@@ -22,11 +22,12 @@ import (
 
 func main() {
 	url := flag.String("url", os.Getenv("SPL_URL"), "spl serve")
+	token := flag.String("token", os.Getenv("SPL_TOKEN"), "bearer token of spl serve (write)")
 	n := flag.Int("n", 300, "single-writer emits and latest reads")
 	total := flag.Int("total", 3000, "records of the concurrent run")
 	workers := flag.Int("c", 64, "concurrent emitters")
 	flag.Parse()
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+	client := &http.Client{Transport: &bearer{token: *token, next: &http.Transport{MaxIdleConnsPerHost: 256}}}
 	run := fmt.Sprintf("go_%d", time.Now().UnixNano())
 	emit := func(thread string, body string, kind, act string) {
 		req := fmt.Sprintf(`{"thread":%q,"act":%q,"kind":%q,"actor":"did:sync:agent:bench","body":%s}`, thread, act, kind, body)
@@ -102,4 +103,18 @@ func p50(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// bearer sends the token of spl serve with every request, as the SDKs do.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	if b.token != "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	return b.next.RoundTrip(r)
 }

@@ -2,7 +2,7 @@ import json
 import os
 import unittest
 
-from spl._blake3 import blake3
+from spl._blake3 import blake3, blake3_pair
 from spl._verify import CorruptRecordError, body_digest, id_of_header, verify_envelope
 
 HERE = os.path.dirname(__file__)
@@ -53,6 +53,21 @@ class Vectors(unittest.TestCase):
             data = bytes(i % 251 for i in range(int(n)))
             self.assertEqual(blake3(data).hex(), plain, n)
             self.assertEqual(blake3(data, bytes(range(32))).hex(), keyed, n)
+
+    def test_blake3_pair(self):
+        # Two hashes in one pass give what each gives alone, keyed or not,
+        # for every pair of lengths around the block and chunk bounds.
+        go = {int(n): (plain, keyed) for n, plain, keyed in (line.split() for line in GO_BLAKE3.strip().splitlines())}
+        key = bytes(range(32))
+        sizes = (0, 1, 63, 64, 65, 127, 128, 129, 500, 1023, 1024, 1025, 2048)
+        for na in sizes:
+            for nb in sizes:
+                a, b = bytes(i % 251 for i in range(na)), bytes((7 * i) % 256 for i in range(nb))
+                for ka, kb in ((None, None), (key, None), (None, key), (key, key)):
+                    self.assertEqual(blake3_pair(a, ka, b, kb), (blake3(a, ka), blake3(b, kb)), (na, nb, ka is None, kb is None))
+                if na in go:
+                    self.assertEqual(blake3_pair(a, None, b, key)[0].hex(), go[na][0], na)
+                    self.assertEqual(blake3_pair(b, None, a, key)[1].hex(), go[na][1], na)
 
 
 if __name__ == "__main__":

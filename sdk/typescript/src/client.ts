@@ -2,8 +2,8 @@
 // of spl: every request goes to the server, which applies them once (the
 // Go service layer). What it adds is the reader's check: every record it
 // returns has been verified against its stored bytes (id and body digest).
-import { Agent, request as httpRequest } from "node:http";
 import { errorOf, SplError } from "./errors.js";
+import { HTTP } from "./http.js";
 import { localToken, localURL } from "./local.js";
 import { CorruptRecordError, verifyEnvelope, type Header } from "./verify.js";
 
@@ -21,6 +21,13 @@ export interface ConnectOptions {
   splBinary?: string;
   /** Write-behind: records in flight at once (emitMany, enqueue). Default 64. */
   maxInFlight?: number;
+  /**
+   * Send the emits awaited at the same moment as one request (POST
+   * /v1/records/batch); each still resolves when its own record is
+   * durable, or fails alone. Default true; false sends one request an
+   * emit (a server older than the batch route).
+   */
+  coalesce?: boolean;
 }
 
 /** An event to emit: the page's emit({act, kind, body, thread}). */
@@ -117,6 +124,26 @@ export interface QueryOptions {
   pageSize?: number;
 }
 
+/** Bounds of one batch: the server takes at most 1000 records and 2 MiB a request. */
+const MAX_BATCH_RECORDS = 1000;
+const MAX_BATCH_BYTES = 1 << 20;
+
+/** An emit waiting for the batch of its moment. */
+interface Queued {
+  item: Record<string, unknown>;
+  resolve: (r: SplRecord) => void;
+  reject: (e: unknown) => void;
+}
+
+/** One item's outcome in the answer of POST /v1/records/batch. */
+interface BatchResult {
+  status: number;
+  record?: RecordJSON;
+  error?: string;
+  field?: string;
+  rule?: string;
+}
+
 function b64(s: string): Uint8Array {
   return new Uint8Array(Buffer.from(s, "base64"));
 }
@@ -131,13 +158,20 @@ export class Client {
   private waiters: (() => void)[] = [];
   private pending = new Set<Promise<unknown>>();
   private failures: unknown[] = [];
-  private readonly agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+  private readonly http: HTTP;
+  private readonly base: string; // the URL's path, before the API's
+  private readonly coalesce: boolean;
+  private queued: Queued[] = [];
 
-  constructor(url: string, opts: { token?: string; actor?: string; maxInFlight?: number } = {}) {
+  constructor(url: string, opts: { token?: string; actor?: string; maxInFlight?: number; coalesce?: boolean } = {}) {
     this.url = url.replace(/\/+$/, "");
+    this.http = new HTTP(this.url);
+    this.base = new URL(this.url).pathname.replace(/\/+$/, "");
+    if (opts.token && /[\r\n]/.test(opts.token)) throw new Error("spl: the token holds a line break");
     this.token = opts.token;
     this.actor = opts.actor;
     this.maxInFlight = opts.maxInFlight ?? 64;
+    this.coalesce = opts.coalesce ?? true;
   }
 
   private headers(extra: Record<string, string> = {}): Record<string, string> {
@@ -148,7 +182,12 @@ export class Client {
 
   /** request does one HTTP request and answers its JSON, or throws the SplError of an error answer. */
   async request<T>(method: string, path: string, body?: unknown, query?: Record<string, unknown>): Promise<T> {
-    let u = this.url + path;
+    return this.send<T>(method, path, body !== undefined ? JSON.stringify(body) : undefined, query);
+  }
+
+  /** send is request with the body's JSON text. */
+  private async send<T>(method: string, path: string, json?: string, query?: Record<string, unknown>): Promise<T> {
+    let p = this.base + path;
     if (query) {
       const q = new URLSearchParams();
       for (const [k, v] of Object.entries(query)) {
@@ -157,22 +196,11 @@ export class Client {
         else q.set(k, String(v));
       }
       const s = q.toString();
-      if (s) u += "?" + s;
+      if (s) p += "?" + s;
     }
-    const data = body !== undefined ? Buffer.from(JSON.stringify(body)) : undefined;
-    const headers = this.headers(data ? { "content-type": "application/json", "content-length": String(data.length) } : {});
-    // node:http with a keep-alive agent: about half the per-request cost
-    // of fetch here (bench/results).
-    const [status, text] = await new Promise<[number, string]>((resolve, reject) => {
-      const req = httpRequest(u, { method, headers, agent: this.agent }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("end", () => resolve([res.statusCode ?? 0, Buffer.concat(chunks).toString("utf8")]));
-        res.on("error", reject);
-      });
-      req.on("error", reject);
-      req.end(data);
-    });
+    const data = json !== undefined ? Buffer.from(json) : undefined;
+    const { status, body } = await this.http.request(method, p, this.headers(data ? { "Content-Type": "application/json" } : {}), data);
+    const text = body.toString("utf8");
     let j: any;
     try {
       j = text ? JSON.parse(text) : undefined;
@@ -197,11 +225,86 @@ export class Client {
     return `/v1/threads/${encodeURIComponent(thread)}/${rest}`;
   }
 
-  /** emit appends one record and resolves once it is durable (fsynced). */
-  async emit(ev: EmitInput): Promise<SplRecord> {
-    const actor = ev.actor ?? this.actor;
-    const j = await this.request<RecordJSON>("POST", "/v1/records", { thread: ev.thread, act: ev.act, kind: ev.kind, actor, ts: ev.ts, body: ev.body });
-    return new SplRecord(j, null);
+  /**
+   * emit appends one record and resolves once it is durable (fsynced).
+   * The emits made at the same moment (before the event loop turns) go
+   * to the server as one request, unless the client was made with
+   * `coalesce: false`; each resolves with its own record or fails with
+   * its own error (InvalidError naming the field and rule), and the
+   * records of one thread land in the order of the calls.
+   */
+  emit(ev: EmitInput): Promise<SplRecord> {
+    const item = { thread: ev.thread, act: ev.act, kind: ev.kind, actor: ev.actor ?? this.actor, ts: ev.ts, body: ev.body };
+    if (!this.coalesce) {
+      try {
+        return this.emitAlone(JSON.stringify(item));
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
+    return new Promise<SplRecord>((resolve, reject) => {
+      this.queued.push({ item, resolve, reject });
+      if (this.queued.length === 1) setImmediate(() => this.sendQueued());
+    });
+  }
+
+  private async emitAlone(json: string): Promise<SplRecord> {
+    return new SplRecord(await this.send<RecordJSON>("POST", "/v1/records", json), null);
+  }
+
+  /**
+   * sendQueued sends the emits of the moment: one alone, more in
+   * batches within the server's bounds (a record too large to share a
+   * request goes alone), one request after the other so that the
+   * records of one thread land in the order of the calls.
+   */
+  private async sendQueued(): Promise<void> {
+    const q = this.queued;
+    this.queued = [];
+    const batches: { batch: Queued[]; texts: string[] }[] = [];
+    let cur = { batch: [] as Queued[], texts: [] as string[] };
+    let bytes = 0;
+    for (const e of q) {
+      let text: string;
+      try {
+        text = JSON.stringify(e.item);
+      } catch (err) {
+        e.reject(err);
+        continue;
+      }
+      const n = Buffer.byteLength(text) + 1;
+      if (cur.batch.length === MAX_BATCH_RECORDS || (cur.batch.length && bytes + n > MAX_BATCH_BYTES)) {
+        batches.push(cur);
+        cur = { batch: [], texts: [] };
+        bytes = 0;
+      }
+      cur.batch.push(e);
+      cur.texts.push(text);
+      bytes += n;
+    }
+    if (cur.batch.length) batches.push(cur);
+    for (const { batch, texts } of batches) await this.sendBatch(batch, texts);
+  }
+
+  /** sendBatch sends one batch and settles each of its emits; it never throws. */
+  private async sendBatch(batch: Queued[], texts: string[]): Promise<void> {
+    if (batch.length === 1) {
+      await this.emitAlone(texts[0]).then(batch[0].resolve, batch[0].reject);
+      return;
+    }
+    let r: { results?: BatchResult[] };
+    try {
+      r = await this.send("POST", "/v1/records/batch", `{"records":[${texts.join(",")}]}`);
+    } catch (err) {
+      for (const e of batch) e.reject(err);
+      return;
+    }
+    batch.forEach((e, i) => {
+      const res = r?.results?.[i];
+      if (res?.status === 201 && res.record) e.resolve(new SplRecord(res.record, null));
+      else if (res) e.reject(errorOf(res.status, res));
+      else e.reject(new SplError(500, `the server answered ${r?.results?.length ?? 0} results for a batch of ${batch.length}`));
+    });
   }
 
   /**
@@ -420,7 +523,7 @@ export class Client {
     try {
       await this.flush();
     } finally {
-      this.agent.destroy();
+      this.http.close();
     }
   }
 }
@@ -441,7 +544,7 @@ export async function connect(options: ConnectOptions = {}): Promise<Client> {
     // The local server's own credentials, which its user may read.
     token ??= await localToken(options.home);
   }
-  const c = new Client(url, { token, actor, maxInFlight: options.maxInFlight });
+  const c = new Client(url, { token, actor, maxInFlight: options.maxInFlight, coalesce: options.coalesce });
   await c.health().catch((e) => {
     if (e instanceof SplError && e.status === 503) return; // starting: requests will say
     throw e;

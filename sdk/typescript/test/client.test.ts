@@ -120,3 +120,71 @@ describe("client", () => {
     expect((await client.lineage(thread)).thread).toBe(thread);
   });
 });
+
+/** requests the server counted on a route (its /metrics). */
+async function served(route: string): Promise<number> {
+  const r = await fetch(`${client.url}/metrics`, { headers: process.env.SPL_TOKEN ? { authorization: `Bearer ${process.env.SPL_TOKEN}` } : {} });
+  let n = 0;
+  for (const line of (await r.text()).split("\n")) {
+    if (line.startsWith("spl_http_requests_total{") && line.includes(`route="${route}"`)) n += Number(line.split(" ").pop());
+  }
+  return n;
+}
+
+describe("emits of one moment, coalesced", () => {
+  it("go as one request; each resolves with its own record, in call order on its thread", async () => {
+    const a = fresh("th_coalesce_a"), b = fresh("th_coalesce_b");
+    const before = await served("POST /v1/records/batch");
+    const got = await Promise.all(Array.from({ length: 40 }, (_, i) =>
+      client.emit({ act: "DO", kind: "agent.step", thread: i % 2 ? b : a, body: { step: i } })));
+    expect(await served("POST /v1/records/batch")).toBe(before + 1);
+    expect(got.map((r) => r.storedBody.step)).toEqual([...Array(40).keys()]);
+    for (const [thread, parity] of [[a, 0], [b, 1]] as const) {
+      const recs = await client.query_thread({ thread });
+      expect(recs.map((r) => r.storedBody.step)).toEqual([...Array(40).keys()].filter((i) => i % 2 === parity));
+      expect(recs.map((r) => r.id)).toEqual(got.filter((_, i) => i % 2 === parity).map((r) => r.id));
+      recs.forEach((r, i) => expect(r.prev).toBe(i ? recs[i - 1].id : null));
+    }
+  });
+  it("a bad record fails alone, naming the field and the rule; nothing else is lost", async () => {
+    const thread = fresh("th_coalesce_bad");
+    const out = await Promise.allSettled([
+      client.emit({ act: "DO", kind: "agent.step", thread, body: { step: 0 } }),
+      client.emit({ act: "do", kind: "agent.step", thread, body: { step: 1 } }),
+      client.emit({ act: "LEARN", kind: "agent.session.checkpoint", thread, body: { summary: "s", learnings: ["l"], thread: "th_other" } }),
+      client.emit({ act: "DO", kind: "agent.step", thread, body: { step: 3 } }),
+    ]);
+    expect(out.map((o) => o.status)).toEqual(["fulfilled", "rejected", "rejected", "fulfilled"]);
+    const [, act, cp] = out as PromiseRejectedResult[];
+    expect(act.reason).toBeInstanceOf(InvalidError);
+    expect(act.reason.field).toBe("act");
+    expect(act.reason.rule).toMatch(/^must match/);
+    expect(cp.reason).toBeInstanceOf(InvalidError);
+    expect(cp.reason.field).toBe("body.thread");
+    const recs = await client.query_thread({ thread });
+    expect(recs.map((r) => r.storedBody.step)).toEqual([0, 3]);
+  });
+  it("a record too large to share a request goes alone and fails alone", async () => {
+    const thread = fresh("th_coalesce_big");
+    const out = await Promise.allSettled([
+      client.emit({ act: "DO", kind: "agent.step", thread, body: { step: 0 } }),
+      client.emit({ act: "DO", kind: "agent.step", thread, body: { text: "x".repeat(1_200_000) } }),
+      client.emit({ act: "DO", kind: "agent.step", thread, body: { step: 2 } }),
+    ]);
+    expect(out.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect((out[1] as PromiseRejectedResult).reason).toBeInstanceOf(InvalidError);
+    expect((await client.query_thread({ thread })).map((r) => r.storedBody.step)).toEqual([0, 2]);
+  });
+  it("coalesce: false sends one request an emit", async () => {
+    const c = await connect({ actor, coalesce: false });
+    try {
+      const thread = fresh("th_alone");
+      const before = await served("POST /v1/records");
+      await Promise.all([0, 1, 2].map((step) => c.emit({ act: "DO", kind: "agent.step", thread, body: { step } })));
+      expect(await served("POST /v1/records")).toBe(before + 3);
+      expect((await c.query_thread({ thread })).length).toBe(3);
+    } finally {
+      await c.close();
+    }
+  });
+});

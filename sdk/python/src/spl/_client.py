@@ -18,6 +18,10 @@ from ._verify import CorruptRecordError, verify_envelope
 
 _HEADER_FIELDS = ("thread", "act", "kind", "actor", "ts", "prev")
 
+# Bounds of one batch: the server takes at most 1000 records and 2 MiB a request.
+_MAX_BATCH_RECORDS = 1000
+_MAX_BATCH_BYTES = 1 << 20
+
 
 class Record:
     """A verified record. ``stored_body`` is the body exactly as stored
@@ -58,9 +62,16 @@ class Record:
 
 
 class Client:
-    """Client of one spl serve. Safe for concurrent use from one event loop."""
+    """Client of one spl serve. Safe for concurrent use from one event loop.
 
-    def __init__(self, url: str, token: str | None = None, actor: str | None = None, max_in_flight: int = 64):
+    With ``coalesce`` (the default), the emits awaited at the same moment
+    (before the event loop turns) go to the server as one request (POST
+    /v1/records/batch); each still returns its own record once it is
+    durable, or raises its own error. ``coalesce=False`` sends one request
+    an emit (a server older than the batch route)."""
+
+    def __init__(self, url: str, token: str | None = None, actor: str | None = None, max_in_flight: int = 64,
+                 coalesce: bool = True):
         headers = {"Accept": "application/json"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
@@ -69,8 +80,16 @@ class Client:
         self._sem = asyncio.Semaphore(max_in_flight)
         self._pending: set = set()
         self._failures: list = []
+        self._coalesce = coalesce
+        self._queued: list = []  # (item, future) of the emits of this moment
+        self._sending: set = set()  # tasks sending them
 
     async def request(self, method: str, path: str, body=None, query: dict | None = None):
+        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        return await self._send(method, path, data, query)
+
+    async def _send(self, method: str, path: str, data: bytes | None, query: dict | None = None):
+        """request with the body's JSON bytes."""
         if query:
             q = []
             for k, v in query.items():
@@ -80,7 +99,6 @@ class Client:
                     q.append((k, str(x).lower() if isinstance(x, bool) else str(x)))
             if q:
                 path += "?" + urlencode(q)
-        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
         r = await self._http.request(method, path, data, {"Content-Type": "application/json"} if data is not None else {})
         try:
             j = r.json()
@@ -105,11 +123,85 @@ class Client:
         return f"/v1/threads/{quote(thread, safe='')}/{rest}"
 
     async def emit(self, *, act: str, kind: str, body: dict, thread: str, actor: str | None = None, ts: int | None = None) -> Record:
-        """Appends one record; returns once it is durable (fsynced)."""
+        """Appends one record; returns once it is durable (fsynced). The
+        emits of one moment go as one request (see Client); each raises
+        its own error (InvalidError naming the field and rule), and the
+        records of one thread land in the order of the calls."""
         req = {"thread": thread, "act": act, "kind": kind, "actor": actor or self.actor, "body": body}
         if ts is not None:
             req["ts"] = ts
-        return Record(await self.request("POST", "/v1/records", req), None)
+        if not self._coalesce:
+            return Record(await self.request("POST", "/v1/records", req), None)
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        self._queued.append((req, fut))
+        if len(self._queued) == 1:
+            loop.call_soon(self._send_queued)
+        return await fut
+
+    def _send_queued(self) -> None:
+        """Sends the emits of the moment: one alone, more in batches within
+        the server's bounds, one request after the other."""
+        q, self._queued = self._queued, []
+        batches, cur, size = [], [], 0
+        for req, fut in q:
+            if fut.done():  # its caller was cancelled before it was sent
+                continue
+            try:
+                # A value JSON cannot hold (NaN) fails alone, as it would
+                # on its own: the server answers a request it cannot read.
+                text = json.dumps(req, separators=(",", ":"), allow_nan=False).encode()
+            except ValueError:
+                batches.append([(req, fut, None)])
+                continue
+            except Exception as e:  # a value json cannot encode at all
+                fut.set_exception(e)
+                continue
+            if len(cur) == _MAX_BATCH_RECORDS or (cur and size + len(text) + 1 > _MAX_BATCH_BYTES):
+                batches.append(cur)
+                cur, size = [], 0
+            cur.append((req, fut, text))
+            size += len(text) + 1
+        if cur:
+            batches.append(cur)
+        t = asyncio.ensure_future(self._send_batches(batches))
+        self._sending.add(t)
+        t.add_done_callback(self._sending.discard)
+
+    async def _send_batches(self, batches: list) -> None:
+        try:
+            for batch in batches:
+                if len(batch) == 1:
+                    req, fut, text = batch[0]
+                    try:
+                        r = Record(await (self._send("POST", "/v1/records", text) if text is not None else
+                                          self.request("POST", "/v1/records", req)), None)
+                    except Exception as e:
+                        _settle(fut, exc=e)
+                    else:
+                        _settle(fut, r)
+                    continue
+                try:
+                    j = await self._send("POST", "/v1/records/batch", b'{"records":[' + b",".join(t for _, _, t in batch) + b"]}")
+                    results = j.get("results") if isinstance(j, dict) else None
+                except Exception as e:
+                    for _, fut, _ in batch:
+                        _settle(fut, exc=e)
+                    continue
+                for i, (_, fut, _) in enumerate(batch):
+                    res = results[i] if isinstance(results, list) and i < len(results) else None
+                    if not isinstance(res, dict):
+                        _settle(fut, exc=SplError(500, f"the server answered {len(results or [])} results for a batch of {len(batch)}"))
+                    elif res.get("status") == 201 and isinstance(res.get("record"), dict):
+                        _settle(fut, Record(res["record"], None))
+                    else:
+                        _settle(fut, exc=error_of(res.get("status", 500), res))
+        finally:
+            # Cancelled midway (the loop shutting down): no caller waits forever.
+            for batch in batches:
+                for _, fut, _ in batch:
+                    if not fut.done():
+                        fut.cancel()
 
     def enqueue(self, **event) -> None:
         """Write-behind: queues emit(**event) and returns at once; flush() waits."""
@@ -307,8 +399,17 @@ class Client:
         await self.close()
 
 
+def _settle(fut, result=None, exc=None) -> None:
+    if fut.done():  # its caller was cancelled meanwhile
+        return
+    if exc is not None:
+        fut.set_exception(exc)
+    else:
+        fut.set_result(result)
+
+
 async def connect(url: str | None = None, *, token: str | None = None, actor: str | None = None, home: str | None = None,
-                  spl_binary: str | None = None, max_in_flight: int = 64) -> Client:
+                  spl_binary: str | None = None, max_in_flight: int = 64, coalesce: bool = True) -> Client:
     """A client of spl serve: url, else $SPL_URL, else the local spl of the
     data directory (started through the spl binary when none answers). The
     token (else $SPL_TOKEN) is sent as ``Authorization: Bearer …``; the
@@ -320,7 +421,7 @@ async def connect(url: str | None = None, *, token: str | None = None, actor: st
         url = await local_url(home, spl_binary)
         # The local server's own credentials, which its user may read.
         token = token or local_token(home)
-    c = Client(url, token, actor, max_in_flight)
+    c = Client(url, token, actor, max_in_flight, coalesce)
     try:
         await c.health()
     except SplError as e:

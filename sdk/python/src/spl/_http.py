@@ -48,17 +48,23 @@ class HTTP:
         await c.writer.drain()
 
     async def _head(self, c: _Conn):
-        line = await c.reader.readline()
-        if not line:
-            raise ConnectionResetError("spl: server closed the connection")
-        status = int(line.split()[1])
+        # The status line and the headers in one read: one wait for the
+        # answer, not one a line.
+        try:
+            head = await c.reader.readuntil(b"\r\n\r\n")
+        except asyncio.IncompleteReadError as e:
+            if not e.partial:
+                raise ConnectionResetError("spl: server closed the connection") from None
+            raise
+        except asyncio.LimitOverrunError:
+            raise ConnectionError("spl: answer headers over the reader's limit") from None
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split()[1])
         headers = {}
-        while True:
-            line = await c.reader.readline()
-            if line in (b"\r\n", b"\n", b""):
-                break
-            k, _, v = line.decode("latin-1").partition(":")
-            headers[k.strip().lower()] = v.strip()
+        for line in lines[1:]:
+            if line:
+                k, _, v = line.partition(":")
+                headers[k.strip().lower()] = v.strip()
         return status, headers
 
     async def request(self, method: str, path: str, body: bytes | None = None, headers: dict | None = None) -> Response:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import struct
 
-from ._blake3 import blake3
+from ._blake3 import blake3, blake3_pair
 
 _CID_PREFIX = bytes((0x01, 0x51, 0x1E, 0x20))
 
@@ -104,10 +104,6 @@ def decode(b: bytes):
     return v
 
 
-def _item_end(b: bytes, off: int) -> int:
-    return _decode(b, off)[1]
-
-
 def verify_envelope(env: bytes, want_id: str | None = None) -> dict:
     """Checks a record's stored bytes and returns {"id", "header", "body"}.
 
@@ -119,12 +115,12 @@ def verify_envelope(env: bytes, want_id: str | None = None) -> dict:
     env = bytes(env)
     if not env or env[0] != 0xA3:
         raise CorruptRecordError("envelope: not a map of 3 entries")
-    off, parts = 1, {}
+    off, parts, values = 1, {}, {}
     for key in (b"b", b"h", b"s"):
         if env[off:off + 2] != b"\x61" + key:
             raise CorruptRecordError(f"envelope: key {key.decode()} expected")
         off += 2
-        end = _item_end(env, off)
+        values[key], end = _decode(env, off)  # each item decoded once
         parts[key] = env[off:end]
         off = end
     if off != len(env):
@@ -132,15 +128,17 @@ def verify_envelope(env: bytes, want_id: str | None = None) -> dict:
     body_bytes, header_bytes, salt_item = parts[b"b"], parts[b"h"], parts[b"s"]
     if len(salt_item) != 34 or salt_item[:2] != b"\x58\x20":
         raise CorruptRecordError("envelope: salt must be 32 bytes")
-    header, body = decode(header_bytes), decode(body_bytes)
+    header, body = values[b"h"], values[b"b"]
     if not isinstance(body, dict) or not isinstance(header, dict):
         raise CorruptRecordError("envelope: header and body must be maps")
     bd = header.get("bd")
     if not isinstance(bd, bytes) or len(bd) != 32:
         raise CorruptRecordError("header: bd must be 32 bytes")
-    if body_digest(body_bytes, salt_item[2:]) != bd:
+    # Both hashes in one pass: the body keyed with the salt, the header.
+    digest, hid = blake3_pair(body_bytes, salt_item[2:], header_bytes, None)
+    if digest != bd:
         raise CorruptRecordError("body digest does not match the header's bd")
-    rid = id_of_header(header_bytes)
+    rid = cid_text(_CID_PREFIX + hid)
     if want_id is not None and rid != want_id:
         raise CorruptRecordError(f"id: the header hashes to {rid}, not {want_id}")
     prev = header.get("prev")

@@ -1,0 +1,239 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/spl-dev/spl/records"
+	"github.com/spl-dev/spl/sdk"
+	"github.com/spl-dev/spl/wire"
+)
+
+// POST /v1/records/batch appends many records in one request: each item
+// is what POST /v1/records takes, and gets the answer that route would
+// give it (its status, and the record or the error). The items are handed
+// to the service layer together (sdk.Client.AppendEvents), so they share
+// group commits and the records of one thread are chained in the order of
+// the request; an item that fails (invalid, refused, a lost race) fails
+// alone. The SDKs send the emits their callers await at the same moment
+// as one batch: one request, one parse and one answer for all of them.
+
+// maxBatchRecords bounds the items of one batch: the log's writer commits
+// at most this many records at once by default. The request's bytes are
+// bounded by Config.MaxBody, as every request's are.
+const maxBatchRecords = 1000
+
+// batchResponse is the answer of POST /v1/records/batch: one result per
+// item of the request, in its order.
+type batchResponse struct {
+	Results []batchResult `json:"results"`
+}
+
+// batchResult is the outcome of one item: the status POST /v1/records
+// would have answered it, and the stored record (201) or the error.
+type batchResult struct {
+	Status int          `json:"status"`
+	Record *wire.Record `json:"record,omitempty"`
+	Error  string       `json:"error,omitempty"`
+	Field  string       `json:"field,omitempty"`
+	Rule   string       `json:"rule,omitempty"`
+}
+
+func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
+	l := s.liveLog(w)
+	if l == nil {
+		return
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			s.refuse(w, http.StatusRequestEntityTooLarge, "too_large", wire.Error{
+				Error: fmt.Sprintf("batch over %d bytes: send fewer records a request", mbe.Limit),
+				Field: "records", Rule: fmt.Sprintf("at most %d bytes a request", mbe.Limit)})
+			return
+		}
+		s.refuse(w, http.StatusBadRequest, "bad_json", wire.Error{Error: "read request: " + err.Error()})
+		return
+	}
+	items, e, ok := decodeBatch(data)
+	if !ok {
+		s.refuse(w, http.StatusBadRequest, "bad_json", e)
+		return
+	}
+	results := make([]batchResult, len(items))
+	evs := make([]sdk.Event, 0, len(items))
+	at := make([]int, 0, len(items)) // the item of each event
+	for i, item := range items {
+		ev, res, ok := s.batchEvent(r, item)
+		if !ok {
+			results[i] = res
+			continue
+		}
+		evs = append(evs, ev)
+		at = append(at, i)
+	}
+	start := time.Now()
+	recs, errs := l.AppendEvents(r.Context(), evs)
+	took := time.Since(start).Seconds()
+	for k, i := range at {
+		err := errs[k]
+		var re *sdk.RetentionError
+		if err != nil && !errors.As(err, &re) {
+			s.m.appends.WithLabelValues(appendResult(err)).Inc()
+			results[i] = s.failure(r, fmt.Errorf("append: %w", err))
+			continue
+		}
+		s.m.appendSecs.Observe(took)
+		s.m.appends.WithLabelValues("ok").Inc()
+		if re != nil {
+			// The record is stored; the next checkpoint or retention
+			// apply erases what this one could not.
+			s.logger.Warn("retention after an append failed", "thread", re.Thread, "err", re.Err)
+		}
+		j, err := newRecordJSON(recs[k])
+		if err != nil {
+			results[i] = s.failure(r, err)
+			continue
+		}
+		results[i] = batchResult{Status: http.StatusCreated, Record: &j}
+	}
+	writeJSON(w, http.StatusOK, batchResponse{Results: results})
+}
+
+// decodeBatch reads the request {"records": [item, ...]} as strictly as
+// decodeStrict reads a request, the items left as they are: each is
+// checked alone, so that a bad one fails by itself.
+func decodeBatch(data []byte) ([]json.RawMessage, wire.Error, bool) {
+	bad := func(err error) ([]json.RawMessage, wire.Error, bool) {
+		return nil, wire.Error{Error: "request must be one JSON object: " + err.Error(), Rule: "request must be one JSON object"}, false
+	}
+	rule := fmt.Sprintf("required: an array of 1 to %d records", maxBatchRecords)
+	required := wire.Error{Error: "records: " + rule + ", each as POST /v1/records takes it", Field: "records", Rule: rule}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil {
+		return bad(err)
+	} else if tok != json.Delim('{') {
+		return bad(fmt.Errorf("got %v", tok))
+	}
+	var items []json.RawMessage
+	seen := false
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return bad(err)
+		}
+		switch key, _ := tok.(string); {
+		case key != "records":
+			return nil, wire.Error{Error: fmt.Sprintf("unknown field %q", key), Field: key, Rule: "unknown field (field names are case-sensitive)"}, false
+		case seen:
+			return nil, wire.Error{Error: `duplicate key "records"`, Field: "records", Rule: "duplicate key"}, false
+		}
+		seen = true
+		if err := dec.Decode(&items); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return nil, required, false
+			}
+			return bad(err)
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return bad(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return bad(errors.New("data after the JSON object"))
+	}
+	switch {
+	case len(items) == 0:
+		return nil, required, false
+	case len(items) > maxBatchRecords:
+		r := fmt.Sprintf("at most %d records a batch", maxBatchRecords)
+		return nil, wire.Error{Error: fmt.Sprintf("records: %d records: %s", len(items), r), Field: "records", Rule: r}, false
+	}
+	return items, wire.Error{}, true
+}
+
+// batchEvent reads one item as handleEmit reads its request, and answers
+// (and counts) what that route would when the item is refused before the
+// log.
+func (s *Server) batchEvent(r *http.Request, item json.RawMessage) (sdk.Event, batchResult, bool) {
+	var req emitRequest
+	if e, ok := decodeStrict(item, &req); !ok {
+		s.m.refused.WithLabelValues("bad_json").Inc()
+		return sdk.Event{}, batchResult{Status: http.StatusBadRequest, Error: e.Error, Field: e.Field, Rule: e.Rule}, false
+	}
+	if len(req.Body) == 0 {
+		s.m.refused.WithLabelValues("invalid").Inc()
+		return sdk.Event{}, batchResult{Status: http.StatusBadRequest, Error: "body: required", Field: "body", Rule: "required: a JSON object"}, false
+	}
+	body, err := records.BodyFromJSON(req.Body)
+	if err != nil {
+		s.m.refused.WithLabelValues("invalid").Inc()
+		return sdk.Event{}, s.failure(r, err), false
+	}
+	salt, sig, err := req.signed()
+	if err == nil && sig != nil && req.TS == nil {
+		err = &records.FieldError{Field: "ts", Rule: "required with signature: the signed record's time"}
+	}
+	if err != nil {
+		s.m.refused.WithLabelValues("invalid").Inc()
+		return sdk.Event{}, s.failure(r, err), false
+	}
+	ts := time.Now()
+	if req.TS != nil {
+		ts = time.UnixMilli(*req.TS)
+	}
+	// Checks the request as handleEmit does; the service layer seals the
+	// event itself, after its redaction policies.
+	if _, err := records.New(req.Act, req.Kind, req.Thread, req.Actor, ts, records.RawBody(body)); err != nil {
+		s.m.refused.WithLabelValues("invalid").Inc()
+		s.m.appends.WithLabelValues("invalid").Inc()
+		return sdk.Event{}, s.failure(r, err), false
+	}
+	return sdk.Event{Act: req.Act, Kind: req.Kind, Thread: req.Thread, Actor: req.Actor, Time: ts,
+		Body: records.RawBody(body), Salt: salt, Signature: sig}, batchResult{}, true
+}
+
+// failure is the result of an item that failed with err: the status and
+// error that s.fail answers err with, so that an item fails as it would
+// alone.
+func (s *Server) failure(r *http.Request, err error) batchResult {
+	var a answer
+	s.fail(&a, r, err)
+	var e wire.Error
+	if err := json.Unmarshal(a.body.Bytes(), &e); err != nil {
+		e.Error = a.body.String()
+	}
+	return batchResult{Status: a.code, Error: e.Error, Field: e.Field, Rule: e.Rule}
+}
+
+// answer is a ResponseWriter that keeps what is written to it.
+type answer struct {
+	h    http.Header
+	code int
+	body bytes.Buffer
+}
+
+func (a *answer) Header() http.Header {
+	if a.h == nil {
+		a.h = make(http.Header)
+	}
+	return a.h
+}
+
+func (a *answer) WriteHeader(code int) {
+	if a.code == 0 {
+		a.code = code
+	}
+}
+
+func (a *answer) Write(b []byte) (int, error) {
+	a.WriteHeader(http.StatusOK)
+	return a.body.Write(b)
+}
