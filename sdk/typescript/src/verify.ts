@@ -2,7 +2,7 @@
 // and keyed body digest, recomputed from its stored bytes (the canonical
 // CBOR envelope {"b": body, "h": header, "s": salt}), as records/ in the
 // Go module defines them. A reader's right: no rule of spl lives here.
-import { blake3 } from "./blake3.js";
+import { blake3 } from "@noble/hashes/blake3.js";
 import { decode } from "cborg";
 
 /** CID prefix of every id: CIDv1, multicodec cbor 0x51, multihash blake3 0x1e, 32 bytes. */
@@ -61,7 +61,7 @@ export function idOfHeader(headerBytes: Uint8Array): string {
 
 /** The body digest: BLAKE3 of the body's bytes keyed with the 32-byte salt. */
 export function bodyDigest(body: Uint8Array, salt: Uint8Array): Uint8Array {
-  return blake3(body, salt);
+  return blake3(body, { key: salt });
 }
 
 /** The end offset of the CBOR data item that starts at off. */
