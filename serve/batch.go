@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
 	"github.com/spl-dev/spl/wire"
 )
@@ -168,36 +167,11 @@ func (s *Server) batchEvent(r *http.Request, item json.RawMessage) (sdk.Event, b
 		s.m.refused.WithLabelValues("bad_json").Inc()
 		return sdk.Event{}, batchResult{Status: http.StatusBadRequest, Error: e.Error, Field: e.Field, Rule: e.Rule}, false
 	}
-	if len(req.Body) == 0 {
-		s.m.refused.WithLabelValues("invalid").Inc()
-		return sdk.Event{}, batchResult{Status: http.StatusBadRequest, Error: "body: required", Field: "body", Rule: "required: a JSON object"}, false
-	}
-	body, err := records.BodyFromJSON(req.Body)
+	ev, err := s.emitEvent(&req)
 	if err != nil {
-		s.m.refused.WithLabelValues("invalid").Inc()
 		return sdk.Event{}, s.failure(r, err), false
 	}
-	salt, sig, err := req.signed()
-	if err == nil && sig != nil && req.TS == nil {
-		err = &records.FieldError{Field: "ts", Rule: "required with signature: the signed record's time"}
-	}
-	if err != nil {
-		s.m.refused.WithLabelValues("invalid").Inc()
-		return sdk.Event{}, s.failure(r, err), false
-	}
-	ts := time.Now()
-	if req.TS != nil {
-		ts = time.UnixMilli(*req.TS)
-	}
-	// Checks the request as handleEmit does; the service layer seals the
-	// event itself, after its redaction policies.
-	if _, err := records.New(req.Act, req.Kind, req.Thread, req.Actor, ts, records.RawBody(body)); err != nil {
-		s.m.refused.WithLabelValues("invalid").Inc()
-		s.m.appends.WithLabelValues("invalid").Inc()
-		return sdk.Event{}, s.failure(r, err), false
-	}
-	return sdk.Event{Act: req.Act, Kind: req.Kind, Thread: req.Thread, Actor: req.Actor, Time: ts,
-		Body: records.RawBody(body), Salt: salt, Signature: sig}, batchResult{}, true
+	return ev, batchResult{}, true
 }
 
 // failure is the result of an item that failed with err: the status and

@@ -255,49 +255,55 @@ func (req emitRequest) signed() ([]byte, *records.Signature, error) {
 	return salt, s, nil
 }
 
-func (s *Server) handleEmit(w http.ResponseWriter, r *http.Request) {
-	var req emitRequest
-	l, ok := s.bodyRequest(w, r, &req)
-	if !ok {
-		return
+// emitEvent checks an emit request as POST /v1/records and each item of
+// POST /v1/records/batch take it, counting what it refuses, and returns
+// the event for the service layer, which seals it itself (after its
+// redaction policies took covered values out).
+func (s *Server) emitEvent(req *emitRequest) (sdk.Event, error) {
+	refused := func(err error) (sdk.Event, error) {
+		s.m.refused.WithLabelValues("invalid").Inc()
+		return sdk.Event{}, err
 	}
 	if len(req.Body) == 0 {
-		s.refuse(w, http.StatusBadRequest, "invalid", wire.Error{Error: "body: required", Field: "body", Rule: "required: a JSON object"})
-		return
+		return refused(&records.FieldError{Field: "body", Rule: "required: a JSON object"})
 	}
 	body, err := records.BodyFromJSON(req.Body)
 	if err != nil {
-		s.m.refused.WithLabelValues("invalid").Inc()
-		s.fail(w, r, err)
-		return
+		return refused(err)
 	}
 	salt, sig, err := req.signed()
 	if err == nil && sig != nil && req.TS == nil {
 		err = &records.FieldError{Field: "ts", Rule: "required with signature: the signed record's time"}
 	}
 	if err != nil {
-		s.m.refused.WithLabelValues("invalid").Inc()
-		s.fail(w, r, err)
-		return
+		return refused(err)
 	}
 	ts := time.Now()
 	if req.TS != nil {
 		ts = time.UnixMilli(*req.TS)
 	}
-	rec, err := records.New(req.Act, req.Kind, req.Thread, req.Actor, ts, records.RawBody(body))
-	if err != nil {
-		s.m.refused.WithLabelValues("invalid").Inc()
+	// The record only checks the request here.
+	if _, err := records.New(req.Act, req.Kind, req.Thread, req.Actor, ts, records.RawBody(body)); err != nil {
 		s.m.appends.WithLabelValues("invalid").Inc()
+		return refused(err)
+	}
+	return sdk.Event{Act: req.Act, Kind: req.Kind, Thread: req.Thread, Actor: req.Actor, Time: ts,
+		Body: records.RawBody(body), Salt: salt, Signature: sig}, nil
+}
+
+func (s *Server) handleEmit(w http.ResponseWriter, r *http.Request) {
+	var req emitRequest
+	l, ok := s.bodyRequest(w, r, &req)
+	if !ok {
+		return
+	}
+	ev, err := s.emitEvent(&req)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	start := time.Now()
-	// The record above only checked the request; sdk seals the event
-	// itself, after its redaction policies took covered values out.
-	rc, err := l.AppendEvent(r.Context(), sdk.Event{
-		Act: rec.Header.Act, Kind: rec.Header.Kind, Thread: rec.Header.Thread, Actor: rec.Header.Actor, Time: ts,
-		Body: records.RawBody(body), Salt: salt, Signature: sig,
-	})
+	rc, err := l.AppendEvent(r.Context(), ev)
 	var re *sdk.RetentionError
 	if err != nil && !errors.As(err, &re) {
 		s.m.appends.WithLabelValues(appendResult(err)).Inc()
