@@ -79,6 +79,7 @@ type MarkLoss struct {
 	Reason    string
 }
 
+// Error says which clocks are missing and why.
 func (m *MarkLoss) Error() string {
 	return fmt.Sprintf("spl/log: loss: clocks %d–%d missing: %s", m.From, m.To, m.Reason)
 }
