@@ -150,7 +150,7 @@ func (w *writer) inDoubt(batch []*Pending, runs map[string]*run, cause error, at
 // turn.
 func (w *writer) check(batch []*Pending, runs map[string]*run) ([]uint64, error) {
 	clocks := make([]uint64, len(batch))
-	ctx, cancel := context.WithTimeout(context.Background(), w.l.opts.Timeout)
+	ctx, cancel := w.l.c.UntilAnswered(context.Background(), w.l.opts.Timeout)
 	defer cancel()
 	at := func(p *Pending) (uint64, error) {
 		r := runs[p.rec.Header.Thread]
