@@ -278,10 +278,7 @@ func (w *writer) land(batch []*Pending, attempt int) {
 	}
 	sent := time.Now()
 	first, err := w.send(batch)
-	w.observe(batch, sent, 0, err)
-	units := []unit{{batch, first, err}}
-	w.denied(units, sent)
-	w.settleAll(units, nil, attempt)
+	w.settleRound(batch, []unit{{batch, first, err}}, sent, attempt)
 }
 
 // unit is what the server answers for as a whole: an atomic batch, or a
@@ -385,24 +382,7 @@ func (w *writer) landApart(batch []*Pending, attempt int) {
 		wg.Go(func() { units[i].first, units[i].err = w.send(units[i].batch) })
 	}
 	wg.Wait()
-	stored := false
-	var firstErr error
-	for _, u := range units {
-		if u.err == nil {
-			stored = true
-		} else if firstErr == nil {
-			firstErr = u.err
-		}
-	}
-	var serr error
-	var synced time.Duration
-	if stored {
-		s0 := time.Now()
-		serr = w.fsync()
-		synced = time.Since(s0)
-	}
-	w.observe(batch, sent, synced, cmp.Or(firstErr, serr))
-	w.settleAll(units, serr, attempt)
+	w.settleRound(batch, units, sent, attempt)
 }
 
 // observe reports one group commit to Options.Observe.
@@ -511,11 +491,16 @@ func (w *writer) landEach(batch []*Pending, attempt int) {
 	if len(chained) > 0 {
 		units = append(units, unit{chained, first, cerr})
 	}
+	w.settleRound(batch, units, sent, attempt)
+}
+
+// settleRound ends one round of sends, sent at sent: the units the server
+// denied fail as forbidden (denied), one fsync makes durable all that
+// landed, the round is observed, and each unit is settled (settleAll).
+func (w *writer) settleRound(batch []*Pending, units []unit, sent time.Time, attempt int) {
 	w.denied(units, sent)
-	var (
-		firstErr error
-		stored   bool
-	)
+	stored := false
+	var firstErr error
 	for _, u := range units {
 		if u.err == nil {
 			stored = true
@@ -530,10 +515,7 @@ func (w *writer) landEach(batch []*Pending, attempt int) {
 		serr = w.fsync()
 		synced = time.Since(s0)
 	}
-	if firstErr == nil {
-		firstErr = serr
-	}
-	w.observe(batch, sent, synced, firstErr)
+	w.observe(batch, sent, synced, cmp.Or(firstErr, serr))
 	w.settleAll(units, serr, attempt)
 }
 
