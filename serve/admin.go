@@ -31,22 +31,6 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 // CBOR is the media type of a record's stored bytes.
 const mediaCBOR = "application/cbor"
 
-// failWrite answers the errors of writes the API makes for a caller (an
-// erasure, a pin, a policy): no actor is a 400 on actor, a record that
-// cannot be erased a 409; the rest as fail does.
-func (s *Server) failWrite(w http.ResponseWriter, r *http.Request, err error) {
-	switch {
-	case errors.Is(err, sdk.ErrNoActor):
-		writeJSON(w, http.StatusBadRequest, wire.Error{Error: err.Error(), Field: "actor", Rule: "required: a DID such as did:sync:agent:dev"})
-	case errors.Is(err, sdk.ErrNotErasable):
-		writeJSON(w, http.StatusConflict, wire.Error{Error: err.Error()})
-	case errors.Is(err, sdk.ErrNeedsAdmin):
-		writeJSON(w, http.StatusForbidden, wire.Error{Error: err.Error(), Field: "Authorization", Rule: "needs the admin right"})
-	default:
-		s.fail(w, r, err)
-	}
-}
-
 // handleRecord answers GET /v1/records/{id}?thread=T: the record,
 // verified, as JSON, or with Accept: application/cbor as its stored bytes
 // (the canonical CBOR envelope records.Marshal gives, from which its id
@@ -147,7 +131,7 @@ func (s *Server) handleErase(w http.ResponseWriter, r *http.Request) {
 		res, err = l.Erase(r.Context(), thread, req.Actor, ids, req.Reason)
 	}
 	if err != nil {
-		s.failWrite(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, res.Wire(thread))
@@ -173,7 +157,7 @@ func (s *Server) handlePin(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := l.Pin(r.Context(), thread, req.Actor, id, req.Reason)
 	if err != nil {
-		s.failWrite(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	code := http.StatusCreated
@@ -227,7 +211,7 @@ func (s *Server) handleSetRetention(w http.ResponseWriter, r *http.Request) {
 	p := req.policy()
 	rc, err := l.SetRetention(r.Context(), req.Actor, p)
 	if err != nil {
-		s.failWrite(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	p.ID, p.Clock, p.Actor = rc.ID, rc.Clock, req.Actor
@@ -243,7 +227,7 @@ func (s *Server) handleClearRetention(w http.ResponseWriter, r *http.Request) {
 	p := req.policy()
 	res, err := l.ClearRetention(r.Context(), req.Actor, p)
 	if err != nil {
-		s.failWrite(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	thread := req.Thread

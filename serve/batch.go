@@ -43,6 +43,11 @@ type batchResult struct {
 	Rule   string       `json:"rule,omitempty"`
 }
 
+// errorResult is the result of an item refused with e.
+func errorResult(code int, e wire.Error) batchResult {
+	return batchResult{Status: code, Error: e.Error, Field: e.Field, Rule: e.Rule}
+}
+
 func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 	l := s.liveLog(w)
 	if l == nil {
@@ -84,7 +89,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 		err := errs[k]
 		var re *sdk.RetentionError
 		if err != nil && !errors.As(err, &re) {
-			s.m.appends.WithLabelValues(appendResult(err)).Inc()
+			s.appendFailed(err)
 			results[i] = s.failure(r, fmt.Errorf("append: %w", err))
 			continue
 		}
@@ -165,7 +170,7 @@ func (s *Server) batchEvent(r *http.Request, item json.RawMessage) (sdk.Event, b
 	var req emitRequest
 	if e, ok := decodeStrict(item, &req); !ok {
 		s.m.refused.WithLabelValues("bad_json").Inc()
-		return sdk.Event{}, batchResult{Status: http.StatusBadRequest, Error: e.Error, Field: e.Field, Rule: e.Rule}, false
+		return sdk.Event{}, errorResult(http.StatusBadRequest, e), false
 	}
 	ev, err := s.emitEvent(&req)
 	if err != nil {
@@ -175,39 +180,7 @@ func (s *Server) batchEvent(r *http.Request, item json.RawMessage) (sdk.Event, b
 }
 
 // failure is the result of an item that failed with err: the status and
-// error that s.fail answers err with, so that an item fails as it would
-// alone.
+// error it would have answered alone (classify).
 func (s *Server) failure(r *http.Request, err error) batchResult {
-	var a answer
-	s.fail(&a, r, err)
-	var e wire.Error
-	if err := json.Unmarshal(a.body.Bytes(), &e); err != nil {
-		e.Error = a.body.String()
-	}
-	return batchResult{Status: a.code, Error: e.Error, Field: e.Field, Rule: e.Rule}
-}
-
-// answer is a ResponseWriter that keeps what is written to it.
-type answer struct {
-	h    http.Header
-	code int
-	body bytes.Buffer
-}
-
-func (a *answer) Header() http.Header {
-	if a.h == nil {
-		a.h = make(http.Header)
-	}
-	return a.h
-}
-
-func (a *answer) WriteHeader(code int) {
-	if a.code == 0 {
-		a.code = code
-	}
-}
-
-func (a *answer) Write(b []byte) (int, error) {
-	a.WriteHeader(http.StatusOK)
-	return a.body.Write(b)
+	return errorResult(s.classify(r, err))
 }

@@ -158,10 +158,19 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_, _ = w.Write(buf.Bytes())
 }
 
-// fail answers err with the status its class maps to: 400 for invalid
-// input (naming field and rule), 404 not found, 409 conflict, 503 when
-// storage is unavailable, 500 for a stored record that does not verify.
+// fail answers err with the status and error classify gives it.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code, e := s.classify(r, err)
+	writeJSON(w, code, e)
+}
+
+// classify maps err to the answer of the API, the one mapping of every
+// route and of each item of a batch: 400 for invalid input (naming field
+// and rule; no actor is a 400 on actor), 403 for a write that needs the
+// admin right, 404 not found, 409 for a conflict, a record that cannot be
+// erased or a session that cannot be resumed, 503 when storage is
+// unavailable, 500 for a stored record that does not verify.
+func (s *Server) classify(r *http.Request, err error) (int, wire.Error) {
 	var fe *records.FieldError
 	var ce *ConfigError // a bad query parameter
 	switch {
@@ -169,24 +178,27 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		// Before the field errors: a stored message that does not verify
 		// may wrap the field error of its damaged part.
 		s.logger.Error("corrupt record", "path", r.URL.Path, "err", err)
-		writeJSON(w, http.StatusInternalServerError, wire.Error{Error: err.Error()})
+		return http.StatusInternalServerError, wire.Error{Error: err.Error()}
 	case errors.As(err, &fe):
-		writeJSON(w, http.StatusBadRequest, wire.Error{Error: err.Error(), Field: fe.Field, Rule: fe.Rule})
+		return http.StatusBadRequest, wire.Error{Error: err.Error(), Field: fe.Field, Rule: fe.Rule}
 	case errors.As(err, &ce):
-		writeJSON(w, http.StatusBadRequest, wire.Error{Error: ce.Field + ": " + ce.Rule, Field: ce.Field, Rule: ce.Rule})
+		return http.StatusBadRequest, wire.Error{Error: ce.Field + ": " + ce.Rule, Field: ce.Field, Rule: ce.Rule}
 	case errors.Is(err, records.ErrInvalid):
-		writeJSON(w, http.StatusBadRequest, wire.Error{Error: err.Error()})
+		return http.StatusBadRequest, wire.Error{Error: err.Error()}
+	case errors.Is(err, sdk.ErrNoActor):
+		return http.StatusBadRequest, wire.Error{Error: err.Error(), Field: "actor", Rule: "required: a DID such as did:sync:agent:dev"}
 	case errors.Is(err, sdk.ErrNotFound):
-		writeJSON(w, http.StatusNotFound, wire.Error{Error: err.Error()})
+		return http.StatusNotFound, wire.Error{Error: err.Error()}
 	case errors.Is(err, sdk.ErrNeedsAdmin):
-		writeJSON(w, http.StatusForbidden, wire.Error{Error: err.Error(), Field: "Authorization", Rule: "needs the admin right"})
-	case errors.Is(err, sdk.ErrConflict):
-		writeJSON(w, http.StatusConflict, wire.Error{Error: err.Error()})
+		return http.StatusForbidden, wire.Error{Error: err.Error(), Field: "Authorization", Rule: "needs the admin right"}
+	case errors.Is(err, sdk.ErrConflict), errors.Is(err, sdk.ErrNotErasable),
+		errors.Is(err, sdk.ErrSessionCompleted), errors.Is(err, sdk.ErrNotResumable), errors.Is(err, sdk.ErrNoResumePoint):
+		return http.StatusConflict, wire.Error{Error: err.Error()}
 	default:
 		// Timeouts, a closed log, a server without quorum, in-doubt
 		// appends: storage is unavailable for now.
 		s.logger.Warn("storage unavailable", "path", r.URL.Path, "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, wire.Error{Error: err.Error()})
+		return http.StatusServiceUnavailable, wire.Error{Error: err.Error()}
 	}
 }
 
@@ -255,10 +267,10 @@ func (req emitRequest) signed() ([]byte, *records.Signature, error) {
 	return salt, s, nil
 }
 
-// emitEvent checks an emit request as POST /v1/records and each item of
-// POST /v1/records/batch take it, counting what it refuses, and returns
-// the event for the service layer, which seals it itself (after its
-// redaction policies took covered values out).
+// emitEvent reads an emit request as POST /v1/records and each item of
+// POST /v1/records/batch take it (the body's strict JSON, the signature's
+// encodings), counting what it refuses, and returns the event for the
+// service layer, which builds, checks and seals the record.
 func (s *Server) emitEvent(req *emitRequest) (sdk.Event, error) {
 	refused := func(err error) (sdk.Event, error) {
 		s.m.refused.WithLabelValues("invalid").Inc()
@@ -272,23 +284,27 @@ func (s *Server) emitEvent(req *emitRequest) (sdk.Event, error) {
 		return refused(err)
 	}
 	salt, sig, err := req.signed()
-	if err == nil && sig != nil && req.TS == nil {
-		err = &records.FieldError{Field: "ts", Rule: "required with signature: the signed record's time"}
-	}
 	if err != nil {
 		return refused(err)
 	}
-	ts := time.Now()
+	// The service layer builds the record once, and checks it: its
+	// fields, the signature's salt and time (sdk.Client.AppendEvent).
+	ev := sdk.Event{Act: req.Act, Kind: req.Kind, Thread: req.Thread, Actor: req.Actor,
+		Body: records.RawBody(body), Salt: salt, Signature: sig}
 	if req.TS != nil {
-		ts = time.UnixMilli(*req.TS)
+		ev.Time = time.UnixMilli(*req.TS)
 	}
-	// The record only checks the request here.
-	if _, err := records.New(req.Act, req.Kind, req.Thread, req.Actor, ts, records.RawBody(body)); err != nil {
-		s.m.appends.WithLabelValues("invalid").Inc()
-		return refused(err)
+	return ev, nil
+}
+
+// appendFailed counts an append the service layer refused or could not
+// make: an invalid record is refused input too.
+func (s *Server) appendFailed(err error) {
+	res := appendResult(err)
+	s.m.appends.WithLabelValues(res).Inc()
+	if res == "invalid" {
+		s.m.refused.WithLabelValues("invalid").Inc()
 	}
-	return sdk.Event{Act: req.Act, Kind: req.Kind, Thread: req.Thread, Actor: req.Actor, Time: ts,
-		Body: records.RawBody(body), Salt: salt, Signature: sig}, nil
 }
 
 func (s *Server) handleEmit(w http.ResponseWriter, r *http.Request) {
@@ -306,7 +322,7 @@ func (s *Server) handleEmit(w http.ResponseWriter, r *http.Request) {
 	rc, err := l.AppendEvent(r.Context(), ev)
 	var re *sdk.RetentionError
 	if err != nil && !errors.As(err, &re) {
-		s.m.appends.WithLabelValues(appendResult(err)).Inc()
+		s.appendFailed(err)
 		s.fail(w, r, fmt.Errorf("append: %w", err))
 		return
 	}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -20,16 +19,6 @@ func (s *Server) sessionRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/sessions", s.handleSessions)
 	mux.HandleFunc("POST /v1/threads/{thread}/pause", s.handlePause)
 	mux.HandleFunc("POST /v1/threads/{thread}/resume", s.handleResume)
-}
-
-// failSession answers the refusals of sessions with 409, and the rest
-// as fail does.
-func (s *Server) failSession(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, sdk.ErrSessionCompleted) || errors.Is(err, sdk.ErrNotResumable) || errors.Is(err, sdk.ErrNoResumePoint) {
-		writeJSON(w, http.StatusConflict, wire.Error{Error: err.Error()})
-		return
-	}
-	s.fail(w, r, err)
 }
 
 // handleSessions answers GET /v1/sessions?status=S&resumable=true&offset=K&limit=N.
@@ -52,7 +41,7 @@ func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 	f.Fresh = true
 	ss, err := l.Sessions(ctx, f)
 	if err != nil {
-		s.failSession(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	out := wire.Sessions{Sessions: make([]wire.Session, len(ss)), Total: len(ss)}
@@ -89,7 +78,7 @@ func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
 		Elapsed: time.Duration(req.ElapsedMs) * time.Millisecond, Agents: req.Agents, Reason: req.Reason, Node: req.Node,
 	})
 	if err != nil {
-		s.failSession(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	j, err := p.Wire()
@@ -129,7 +118,7 @@ func (s *Server) handleResume(w http.ResponseWriter, r *http.Request) {
 	}
 	rc, err := l.ResumeSession(r.Context(), r.PathValue("thread"), req.Actor, o)
 	if err != nil {
-		s.failSession(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	j, err := rc.Wire()
