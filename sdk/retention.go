@@ -54,9 +54,9 @@ func (p RetentionPolicy) Scope() string {
 	return records.ScopeThread
 }
 
-// home checks which policy p names (Thread or All) and returns the thread
-// its records are on.
-func (p RetentionPolicy) home() (string, error) {
+// Home checks which policy p names (Thread or All) and returns the thread
+// its records are on: the thread itself, or RetentionThread for All.
+func (p RetentionPolicy) Home() (string, error) {
 	switch {
 	case p.All && p.Thread != "":
 		return "", &records.FieldError{Field: "thread", Rule: "give a thread or All, not both"}
@@ -72,7 +72,7 @@ func (p RetentionPolicy) home() (string, error) {
 
 // body checks p and returns its record body and thread.
 func (p RetentionPolicy) body() (*records.Retention, string, error) {
-	thread, err := p.home()
+	thread, err := p.Home()
 	if err != nil {
 		return nil, "", err
 	}
@@ -122,7 +122,7 @@ func (c *Client) SetRetention(ctx context.Context, actor string, p RetentionPoli
 // policyTTL for the others.
 func (c *Client) ClearRetention(ctx context.Context, actor string, p RetentionPolicy) (EraseResult, error) {
 	defer c.policies.clear()
-	thread, err := p.home()
+	thread, err := p.Home()
 	if err != nil {
 		return EraseResult{}, err
 	}

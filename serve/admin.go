@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
@@ -198,8 +197,9 @@ type retentionRequest struct {
 	Actor    string `json:"actor"`
 }
 
-func (req retentionRequest) policy() sdk.RetentionPolicy {
-	return sdk.RetentionPolicy{Thread: req.Thread, All: req.All, KeepLast: req.KeepLast, MaxAge: time.Duration(req.MaxAgeMS) * time.Millisecond}
+func (req retentionRequest) policy() (sdk.RetentionPolicy, error) {
+	age, err := msDuration("max_age_ms", req.MaxAgeMS)
+	return sdk.RetentionPolicy{Thread: req.Thread, All: req.All, KeepLast: req.KeepLast, MaxAge: age}, err
 }
 
 func (s *Server) handleSetRetention(w http.ResponseWriter, r *http.Request) {
@@ -208,7 +208,11 @@ func (s *Server) handleSetRetention(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	p := req.policy()
+	p, err := req.policy()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	rc, err := l.SetRetention(r.Context(), req.Actor, p)
 	if err != nil {
 		s.fail(w, r, err)
@@ -224,16 +228,13 @@ func (s *Server) handleClearRetention(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	p := req.policy()
+	p := sdk.RetentionPolicy{Thread: req.Thread, All: req.All}
 	res, err := l.ClearRetention(r.Context(), req.Actor, p)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	thread := req.Thread
-	if req.All {
-		thread = records.RetentionThread
-	}
+	thread, _ := p.Home() // checked by ClearRetention
 	writeJSON(w, http.StatusOK, res.Wire(thread))
 }
 

@@ -76,3 +76,29 @@ func TestEmitRefusesChangedInput(t *testing.T) {
 		t.Fatalf("last_clock=%d, want %d: a refused request reached the log", got, want)
 	}
 }
+
+// TestMillisecondsRefusedPastRange: a number of milliseconds past what a
+// duration holds is refused naming its field, not wrapped into another
+// duration (18446744073711 ms once became a 1 ms retention age), and
+// nothing is stored.
+func TestMillisecondsRefusedPastRange(t *testing.T) {
+	s := start(t, Config{})
+	b := base(s)
+	const huge = "18446744073711"
+	for _, tt := range []struct{ method, path, body, field string }{
+		{"PUT", "/v1/retention", `{"thread":"th_ms","keep_last":2,"max_age_ms":` + huge + `,"actor":"` + actor + `"}`, "max_age_ms"},
+		{"POST", "/v1/threads/th_ms/prune", `{"older_than_ms":` + huge + `,"actor":"` + actor + `"}`, "older_than_ms"},
+		{"POST", "/v1/threads/th_ms/pause", `{"elapsedMs":` + huge + `,"actor":"` + actor + `"}`, "elapsedMs"},
+	} {
+		var e wire.Error
+		if code := call(t, tt.method, b+tt.path, tt.body, &e); code != 400 || e.Field != tt.field {
+			t.Errorf("%s %s with %s ms: %d %+v, want 400 naming %s", tt.method, tt.path, huge, code, e, tt.field)
+		}
+	}
+	var pol struct {
+		Policies []any `json:"policies"`
+	}
+	if code := call(t, "GET", b+"/v1/retention", "", &pol); code != 200 || len(pol.Policies) != 0 {
+		t.Errorf("GET /v1/retention: %d %+v, want no policy stored", code, pol)
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"time"
 
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
@@ -264,12 +263,14 @@ func (s *Server) handlePrune(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, http.StatusBadRequest, "invalid", wire.Error{Error: "actor: required", Field: "actor", Rule: "required: a DID"})
 		return
 	}
-	if req.OlderThanMS < 0 || req.OlderThanMS > int64(time.Duration(1<<63-1)/time.Millisecond) {
-		s.refuse(w, http.StatusBadRequest, "invalid", wire.Error{Error: "older_than_ms: out of range", Field: "older_than_ms", Rule: "must be 0 or a positive number of milliseconds"})
+	olderThan, err := msDuration("older_than_ms", req.OlderThanMS)
+	if err != nil {
+		s.m.refused.WithLabelValues("invalid").Inc()
+		s.fail(w, r, err)
 		return
 	}
 	res, err := l.Prune(r.Context(), thread, sdk.PruneOptions{
-		OlderThan: time.Duration(req.OlderThanMS) * time.Millisecond, KeepLast: req.KeepLast,
+		OlderThan: olderThan, KeepLast: req.KeepLast,
 		KeepCleanOnly: req.KeepCleanOnly, DryRun: req.DryRun, Actor: req.Actor,
 	})
 	if err != nil {

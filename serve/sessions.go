@@ -73,9 +73,14 @@ func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
 	if !s.readOptional(w, r, &req) {
 		return
 	}
+	elapsed, err := msDuration("elapsedMs", req.ElapsedMs)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	p, err := l.PauseSession(r.Context(), r.PathValue("thread"), req.Actor, sdk.PauseOptions{
 		SessionID: req.SessionID, Depth: req.Depth, BudgetSpent: req.BudgetSpent, Rounds: req.Rounds,
-		Elapsed: time.Duration(req.ElapsedMs) * time.Millisecond, Agents: req.Agents, Reason: req.Reason, Node: req.Node,
+		Elapsed: elapsed, Agents: req.Agents, Reason: req.Reason, Node: req.Node,
 	})
 	if err != nil {
 		s.fail(w, r, err)

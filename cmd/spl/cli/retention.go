@@ -83,10 +83,7 @@ next checkpoint saved to a thread, or by "spl retention apply".`,
 			if err != nil {
 				return fmt.Errorf("retention set: %w", err)
 			}
-			th := thread
-			if all {
-				th = sdk.RetentionThread
-			}
+			th, _ := p.Home() // checked by SetRetention
 			return a.writeReceipt(cmd, r, receiptJSON{Thread: th, Act: records.ActKnow, Kind: records.KindRetention, Actor: actor})
 		}),
 	}
@@ -131,13 +128,15 @@ not set does nothing.`,
 			if err != nil {
 				return fmt.Errorf("retention clear: %w", err)
 			}
-			res, err := c.ClearRetention(ctx, actor, sdk.RetentionPolicy{Thread: thread, All: all})
+			p := sdk.RetentionPolicy{Thread: thread, All: all}
+			res, err := c.ClearRetention(ctx, actor, p)
 			if err != nil {
 				return fmt.Errorf("retention clear: %w", err)
 			}
-			th, which := thread, fmt.Sprintf("of thread %q", thread)
+			th, _ := p.Home() // checked by ClearRetention
+			which := fmt.Sprintf("of thread %q", thread)
 			if all {
-				th, which = sdk.RetentionThread, "of all threads"
+				which = "of all threads"
 			}
 			if a.json {
 				return writeJSON(cmd.OutOrStdout(), newEraseJSON(th, res))
