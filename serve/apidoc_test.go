@@ -2,6 +2,7 @@ package serve
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -102,7 +103,7 @@ func (d *apiDoc) checkShape(t *testing.T, where string, s *apiSchema, v any) {
 		for k, fv := range v {
 			ps, ok := s.Properties[k]
 			if !ok {
-				t.Errorf("%s: field %q is not documented (documented: %s)", where, k, strings.Join(slices.Sorted(mapKeys(s.Properties)), " "))
+				t.Errorf("%s: field %q is not documented (documented: %s)", where, k, strings.Join(slices.Sorted(maps.Keys(s.Properties)), " "))
 				continue
 			}
 			d.checkShape(t, where+"."+k, ps, fv)
@@ -115,16 +116,6 @@ func (d *apiDoc) checkShape(t *testing.T, where string, s *apiSchema, v any) {
 	case []any:
 		for i, e := range v {
 			d.checkShape(t, fmt.Sprintf("%s[%d]", where, i), s.Items, e)
-		}
-	}
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
 		}
 	}
 }

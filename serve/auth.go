@@ -253,15 +253,19 @@ func (s *Server) credential(r *http.Request) (credential, string) {
 	return credential{}, viaNone
 }
 
-// tokenRight is the right of a token: every token compared, in constant
-// time, whichever matches.
+// tokenRight is the right of a token over HTTP (rightOf).
 func (s *Server) tokenRight(tok string) right {
-	if tok == "" {
-		return rightNone
+	return rightOf(tok, s.adminToken, s.cfg.HTTPToken, s.cfg.HTTPReadToken)
+}
+
+// rightOf is the right tok gives, on HTTP as on NATS: the admin, write or
+// read token's, every one compared in constant time whichever matches.
+// An empty token, or one of the three left empty, matches nothing.
+func rightOf(tok, admin, write, read string) right {
+	is := func(secret string) bool {
+		return tok != "" && secret != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(secret)) == 1
 	}
-	isWrite := subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.HTTPToken)) == 1
-	isRead := subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.HTTPReadToken)) == 1
-	isAdmin := s.adminToken != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.adminToken)) == 1
+	isAdmin, isWrite, isRead := is(admin), is(write), is(read)
 	switch {
 	case isAdmin:
 		return rightAdmin

@@ -230,8 +230,10 @@ func (c Config) validate() error {
 		return configErr("InsecureNoAuth", "turns authentication off: it cannot be combined with Token, User, NKeys, HTTPToken, HTTPReadToken or HTTPClientCA")
 	case c.HTTPToken != "" && c.HTTPToken == c.HTTPReadToken:
 		return configErr("HTTPReadToken", "must differ from HTTPToken: a read token must not write")
-	case c.HTTPToken != "" && len(c.HTTPToken) < 16, c.HTTPReadToken != "" && len(c.HTTPReadToken) < 16:
+	case c.HTTPToken != "" && len(c.HTTPToken) < 16:
 		return configErr("HTTPToken", "a token must be at least 16 characters")
+	case c.HTTPReadToken != "" && len(c.HTTPReadToken) < 16:
+		return configErr("HTTPReadToken", "a token must be at least 16 characters")
 	case (c.HTTPTLSCert == "") != (c.HTTPTLSKey == ""):
 		return configErr("HTTPTLSKey", "HTTPTLSCert and HTTPTLSKey go together")
 	case c.HTTPClientCA != "" && c.HTTPTLSCert == "":

@@ -351,8 +351,8 @@ func (s *Server) handleLoginState(w http.ResponseWriter, r *http.Request) {
 
 // handleLogout ends the request's login and clears its cookie.
 func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
-	if id := s.loginCookieID(r); id != "" && credentialOf(r.Context()).login != nil {
-		s.logins.end(id)
+	if c := credentialOf(r.Context()); c.id != "" {
+		s.logins.end(c.id)
 	}
 	s.setLoginCookie(w, "")
 	w.WriteHeader(http.StatusNoContent)

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"crypto/subtle"
 	"fmt"
 	"path/filepath"
 
@@ -73,23 +72,18 @@ func writerPermissions(requireSigned bool) *server.Permissions {
 // tokenAuth authenticates NATS clients by token, with the right of the
 // token they present.
 type tokenAuth struct {
-	admin, write, read []byte
+	admin, write, read string
 	writer, reader     *server.Permissions
 }
 
 // Check implements server.Authentication.
 func (a *tokenAuth) Check(c server.ClientAuthentication) bool {
-	tok := []byte(c.GetOpts().Token)
-	// All three compared, in constant time, whichever matches.
-	isAdmin := subtle.ConstantTimeCompare(tok, a.admin) == 1
-	isWrite := subtle.ConstantTimeCompare(tok, a.write) == 1
-	isRead := len(a.read) > 0 && subtle.ConstantTimeCompare(tok, a.read) == 1
-	switch {
-	case isAdmin:
+	switch rightOf(c.GetOpts().Token, a.admin, a.write, a.read) {
+	case rightAdmin:
 		c.RegisterUser(&server.User{Username: "spl-admin"})
-	case isWrite:
+	case rightWrite:
 		c.RegisterUser(&server.User{Username: "spl-writer", Permissions: a.writer})
-	case isRead:
+	case rightRead:
 		c.RegisterUser(&server.User{Username: "spl-reader", Permissions: a.reader})
 	default:
 		return false
@@ -115,9 +109,9 @@ func (s *Server) natsRights(secret func(string) (string, error)) error {
 	s.adminToken = admin
 	s.nopts.Authorization = ""
 	s.nopts.CustomClientAuthentication = &tokenAuth{
-		admin:  []byte(admin),
-		write:  []byte(s.cfg.Token),
-		read:   []byte(s.cfg.HTTPReadToken),
+		admin:  admin,
+		write:  s.cfg.Token,
+		read:   s.cfg.HTTPReadToken,
 		writer: writerPermissions(s.cfg.RequireSigned),
 		reader: readerPermissions(),
 	}

@@ -98,6 +98,7 @@ func (s *Server) handleTail(w http.ResponseWriter, r *http.Request) {
 	}
 	s.m.tails.Inc()
 	defer s.m.tails.Dec()
+	login := credentialOf(ctx).id // a tail of a login ends with it
 	beat := time.NewTicker(s.cfg.Heartbeat)
 	defer beat.Stop()
 	var buf bytes.Buffer
@@ -107,7 +108,7 @@ func (s *Server) handleTail(w http.ResponseWriter, r *http.Request) {
 		case <-ctx.Done():
 			return
 		case <-beat.C:
-			if c := credentialOf(ctx); c.id != "" && !s.logins.alive(c.id) {
+			if login != "" && !s.logins.alive(login) {
 				return // logged out, or the login ended: so does its tail
 			}
 			buf.WriteString(": heartbeat\n\n")
