@@ -2,7 +2,6 @@ package log
 
 import (
 	"context"
-	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"strconv"
@@ -73,8 +72,10 @@ func (l *Log) Erase(ctx context.Context, thread string, ids []records.ID, reason
 	if err != nil {
 		return EraseResult{}, err
 	}
-	if o.sign != nil {
-		rec.Sign(o.sign)
+	if o.seal != nil {
+		if rec, err = o.seal(rec); err != nil {
+			return EraseResult{}, err
+		}
 	}
 	if o.cond {
 		res.Erasure, err = l.AppendAfter(ctx, rec, o.after)
@@ -103,7 +104,7 @@ type eraseOptions struct {
 	cond  bool
 	after uint64
 	stop  stopper // tests only: stops Erase at a step, as a crash would
-	sign  ed25519.PrivateKey
+	seal  func(*records.Record) (*records.Record, error)
 }
 
 // stopper, when set, is asked at every step of an erasure; an error stops

@@ -2,7 +2,6 @@ package log
 
 import (
 	"context"
-	"crypto/ed25519"
 	"errors"
 	"fmt"
 
@@ -30,10 +29,12 @@ func signatureOf(m stored) *records.Signature {
 	return s
 }
 
-// EraseSigned makes Erase sign its erasure record with key (the key of
-// the erasure's actor).
-func EraseSigned(key ed25519.PrivateKey) EraseOption {
-	return func(o *eraseOptions) { o.sign = key }
+// EraseSealed makes Erase hand its erasure record to seal before it is
+// appended, and append what seal returns (signed, for one), or nothing
+// when seal refuses it: the service layer's rules for every record it
+// writes hold for erasures too.
+func EraseSealed(seal func(*records.Record) (*records.Record, error)) EraseOption {
+	return func(o *eraseOptions) { o.seal = seal }
 }
 
 // KeyRing reads the actor key bindings of the log (records.ActorThread).

@@ -209,3 +209,34 @@ func TestRunRecordsSealed(t *testing.T) {
 	wantField(t, err, "actor", "did:sync:agent:dev")
 	s.Close()
 }
+
+// An erasure record is held to the same signature rules as every record:
+// a client that requires signatures and has no key cannot erase, and
+// nothing is erased; a client with a key signs its erasure.
+func TestErasureSealed(t *testing.T) {
+	ctx := ctxT(t)
+	dir := t.TempDir()
+	key, keyDID := keyOf(3)
+	agent := open2(t, dir, sdk.WithSigningKey(key), sdk.WithActor(keyDID))
+	r, err := agent.Emit(ctx, sdk.Event{Act: records.ActSay, Kind: "note.text", Thread: "th", Body: map[string]any{"text": "hi"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	strict := open2(t, dir, sdk.WithRequireSigned(), sdk.WithActor("did:sync:agent:dev"))
+	_, err = strict.Erase(ctx, "th", "", []records.ID{r.ID}, "user request")
+	wantField(t, err, "actor", "did:sync:agent:dev")
+	if _, err := agent.Record(ctx, r.ID, "th"); err != nil {
+		t.Fatalf("the record after a refused erasure: %v", err)
+	}
+	res, err := agent.Erase(ctx, "th", "", []records.ID{r.ID}, "user request")
+	if err != nil || len(res.Erasures) != 1 {
+		t.Fatalf("erase with a key: %+v, %v", res, err)
+	}
+	rep, err := agent.Verify(ctx, "th")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OKSigned(true) || rep.Signed != 1 || rep.UnsignedCount != 0 {
+		t.Fatalf("verify %+v: want the erasure record signed, nothing unsigned", rep)
+	}
+}

@@ -106,9 +106,12 @@ func (c *Client) eraseAfter(ctx context.Context, thread, actor string, ids []rec
 		if cond {
 			opts = append(opts, splog.EraseAfter(after))
 		}
-		if c.cfg.signKey != nil {
-			opts = append(opts, splog.EraseSigned(c.cfg.signKey))
-		}
+		// Who may write the thread, and the signature rules (signed
+		// with the client's key; refused unsigned under
+		// WithRequireSigned), hold for an erasure as for every record.
+		opts = append(opts, splog.EraseSealed(func(rec *records.Record) (*records.Record, error) {
+			return c.admit(ctx, rec)
+		}))
 		r, err := c.log.Erase(ctx, thread, chunk, reason, actor, opts...)
 		if r.Erasure.Clock != 0 {
 			res.Erasures = append(res.Erasures, receipt(r.Erasure))

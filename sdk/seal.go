@@ -73,6 +73,14 @@ func (c *Client) seal(ctx context.Context, s sealing) (*records.Record, error) {
 		}
 		rec = out
 	}
+	return c.admit(ctx, rec)
+}
+
+// admit applies the last steps of the seal path to rec, final but for its
+// signature: who may write its thread (mayWrite), then signing and
+// authorization (authorize). Erasure records, which the log builds, come
+// in here.
+func (c *Client) admit(ctx context.Context, rec *records.Record) (*records.Record, error) {
 	if err := c.mayWrite(ctx, rec.Header.Thread); err != nil {
 		return nil, err
 	}
