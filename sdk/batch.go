@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"slices"
 
 	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
@@ -82,9 +83,20 @@ func (c *Client) appendAll(ctx context.Context, recs []*records.Record, errs []e
 		r.saved = append(r.saved, i)
 	}
 	for thread, r := range threads {
-		if _, err := c.enforceRetention(ctx, thread, r.actor, r.clock); err != nil {
+		res, err := c.enforceRetention(ctx, thread, r.actor, r.clock)
+		if err != nil {
 			for _, i := range r.saved {
 				errs[i] = &RetentionError{Thread: thread, Err: err}
+			}
+			continue
+		}
+		// Erasures chained right after the thread's last record leave
+		// the last checkpoint the head of its branch (lineage.go).
+		if n := len(res.Erasures); n > 0 && res.after != 0 && res.after == r.clock {
+			for _, i := range r.saved {
+				if out[i].Clock == r.clock && !slices.Contains(res.Erased, out[i].ID) {
+					out[i].after = res.Erasures[n-1].Clock
+				}
 			}
 		}
 	}

@@ -156,7 +156,16 @@ type Record struct {
 	ID    records.ID
 	Clock uint64
 	*records.Record
+
+	// after is, for a checkpoint whose retention erased older ones, the
+	// clock of the last erasure record when those followed it directly:
+	// the thread's last clock once this append and what it caused were
+	// done (0: Clock is).
+	after uint64
 }
+
+// headClock is the thread's last clock once r's append was done.
+func (r Record) headClock() uint64 { return max(r.Clock, r.after) }
 
 // SavedCheckpoint is a stored session checkpoint.
 type SavedCheckpoint struct {
@@ -663,7 +672,7 @@ func (c *Client) SaveCheckpoint(ctx context.Context, thread, actor string, cp re
 	cp.Parent = p
 	r, err = c.AppendEvent(ctx, ev)
 	if err == nil || errors.As(err, new(*RetentionError)) {
-		c.heads.saved(thread, r.ID, r.Clock)
+		c.heads.saved(thread, r.ID, r.headClock())
 	}
 	return Receipt{ID: r.ID, Clock: r.Clock}, err
 }

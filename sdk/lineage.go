@@ -90,7 +90,7 @@ func (c *Client) saveAfterOwn(ctx context.Context, ev Event, cp *records.Checkpo
 		c.heads.forget(ev.Thread)
 		cp.Parent = records.ID{}
 	case err == nil, errors.As(err, new(*RetentionError)):
-		c.heads.saved(ev.Thread, r.ID, r.Clock)
+		c.heads.saved(ev.Thread, r.ID, r.headClock())
 	}
 	return r, err
 }

@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -159,6 +160,37 @@ func TestLineageParentAcrossClients(t *testing.T) {
 		}
 		if got := sc.Checkpoint.Parent; got != tc.parent {
 			t.Errorf("parent of %s = %s, want %s", tc.name, got.Short(), tc.parent.Short())
+		}
+	}
+}
+
+// Under a keep-last policy every save is followed by the retention
+// erasure it causes; the client's next save still skips reading the
+// thread (the erasures follow its own checkpoint directly), and each
+// checkpoint's parent is the one before.
+func TestLineageParentUnderRetention(t *testing.T) {
+	ctx := ctxT(t)
+	c := open(t, sdk.WithActor("did:sync:agent:dev"))
+	if _, err := c.SetRetention(ctx, "", sdk.RetentionPolicy{Thread: "th", KeepLast: 2}); err != nil {
+		t.Fatal(err)
+	}
+	var prev records.ID
+	for i := range 6 {
+		r := saveLineageCP(t, c, "th", records.Checkpoint{Summary: fmt.Sprintf("s%d", i)})
+		sc, err := c.CheckpointByID(ctx, "th", r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.Checkpoint.Parent != prev {
+			t.Fatalf("save %d: parent %s, want %s", i, sc.Checkpoint.Parent.Short(), prev.Short())
+		}
+		prev = r.ID
+		last, err := c.LastClock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sdk.CachedHead(c, "th"); got != last {
+			t.Fatalf("save %d: the next save skips reading the thread at clock %d, but the thread is at %d: it will read it", i, got, last)
 		}
 	}
 }
