@@ -110,18 +110,18 @@ func (c *Client) Fork(ctx context.Context, thread string, req ForkRequest) (Fork
 	if err != nil {
 		return Forked{}, fmt.Errorf("fork: %w", err)
 	}
-	// The rules of every sealed record (redaction, then signing): a
-	// --set of a covered key stores no value.
-	if rec, err = c.seal(ctx, sealing{rec: rec}); err != nil {
-		return Forked{}, fmt.Errorf("fork: %w", err)
-	}
-	e, err := c.log.AppendAfter(ctx, rec, 0)
-	if errors.Is(err, splog.ErrMoved) {
+	// Append's one write path (redaction, then signing: a --set of a
+	// covered key stores no value; then retention), on an empty thread
+	// only.
+	r, err := c.append(ctx, rec, true, 0)
+	var re *RetentionError
+	switch {
+	case errors.Is(err, splog.ErrMoved):
 		return Forked{}, &records.FieldError{Field: "to", Rule: fmt.Sprintf("thread %q already has records; a fork starts a new thread", req.To)}
-	}
-	if err != nil {
+	case err != nil && !errors.As(err, &re):
 		return Forked{}, fmt.Errorf("fork: %w", err)
 	}
+	e := splog.Entry{ID: r.ID, Clock: r.Clock, Record: r.Record}
 	out := Forked{From: src}
 	if out.Checkpoint, err = savedCheckpoint(e); err != nil {
 		return out, fmt.Errorf("fork: %w", err)
@@ -132,6 +132,9 @@ func (c *Client) Fork(ctx context.Context, thread string, req ForkRequest) (Fork
 		return out, fmt.Errorf("fork %s saved; its note on thread %q was not: %w", e.ID, thread, err)
 	}
 	out.Note = note
+	if re != nil {
+		return out, re // saved; its thread's retention failed, as Append says
+	}
 	return out, nil
 }
 
