@@ -2,6 +2,7 @@ package records
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/ed25519"
 	"encoding/base64"
 	"fmt"
@@ -234,19 +235,9 @@ func (k *KeyRing) Add(e Entry) error {
 		k.byActor = make(map[string][]binding)
 	}
 	bs := k.byActor[ak.Actor]
-	i, _ := slices.BinarySearchFunc(bs, e.Clock, func(b binding, c uint64) int { return cmpUint(b.clock, c) })
+	i, _ := slices.BinarySearchFunc(bs, e.Clock, func(b binding, c uint64) int { return cmp.Compare(b.clock, c) })
 	k.byActor[ak.Actor] = slices.Insert(bs, i, b)
 	return nil
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // KeyAt returns the key of actor for a record at clock: the key of a

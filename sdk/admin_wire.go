@@ -7,16 +7,16 @@ import (
 
 // Wire returns the JSON form of what an erasure of thread did.
 func (r EraseResult) Wire(thread string) wire.Erase {
-	out := wire.Erase{Thread: thread, Erased: idTexts(r.Erased), Already: idTexts(r.Already), Erasures: make([]wire.Receipt, len(r.Erasures))}
+	out := wire.Erase{Thread: thread, Erased: idStrings(r.Erased), Already: idStrings(r.Already), Erasures: make([]wire.Receipt, len(r.Erasures))}
 	for i, e := range r.Erasures {
-		out.Erasures[i] = wire.Receipt{ID: e.ID.String(), Clock: e.Clock}
+		out.Erasures[i] = wireReceipt(e)
 	}
 	return out
 }
 
 // Wire returns the JSON form of a pin of the checkpoint target.
 func (p Pinned) Wire(target records.ID) wire.Pin {
-	return wire.Pin{Receipt: wire.Receipt{ID: p.ID.String(), Clock: p.Clock}, Thread: p.Thread, Target: target.String(), Already: p.Already}
+	return wire.Pin{Receipt: wireReceipt(p.Receipt), Thread: p.Thread, Target: target.String(), Already: p.Already}
 }
 
 // Wire returns the JSON form of a retention policy.
@@ -39,12 +39,4 @@ func (c CheckpointInfo) Wire() wire.LatestCheckpoint {
 		Time: wire.FormatTime(c.Time), TS: c.Time.UnixMilli(),
 		Actor: c.Actor, Name: c.Name, SessionID: c.SessionID, Summary: c.Summary,
 	}
-}
-
-func idTexts(ids []records.ID) []string {
-	out := make([]string, len(ids))
-	for i, id := range ids {
-		out[i] = id.String()
-	}
-	return out
 }

@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -214,18 +215,8 @@ func (c *Client) Tombstones(ctx context.Context, thread string) ([]Tombstone, er
 			})
 		}
 	}
-	slices.SortStableFunc(out, func(a, b Tombstone) int { return compareClock(a.Clock, b.Clock) })
+	slices.SortStableFunc(out, func(a, b Tombstone) int { return cmp.Compare(a.Clock, b.Clock) })
 	return out, errors.Join(errs...)
-}
-
-func compareClock(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // ErasedError reports that a record looked up by id was erased. It wraps

@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -304,7 +305,7 @@ func (c *Client) Lineage(ctx context.Context, thread string) (Lineage, error) {
 		nodes = append(nodes, LineageNode{Type: NodeErased, ID: t.ID, Clock: t.Clock, Time: time.UnixMilli(t.Header.TS),
 			Actor: t.Header.Actor, ErasedBy: t.ErasedBy.ID, Reason: t.Reason})
 	}
-	slices.SortStableFunc(nodes, func(a, b LineageNode) int { return compareClock(a.Clock, b.Clock) })
+	slices.SortStableFunc(nodes, func(a, b LineageNode) int { return cmp.Compare(a.Clock, b.Clock) })
 	var prev records.ID
 	for i := range nodes {
 		n := &nodes[i]

@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -128,7 +129,7 @@ func (c *Client) latestValidCheckpoint(ctx context.Context, thread string, corru
 					sc.Skipped = append(sc.Skipped, b)
 				}
 			}
-			slices.SortFunc(sc.Skipped, func(a, b uint64) int { return compareClock(b, a) })
+			slices.SortFunc(sc.Skipped, func(a, b uint64) int { return cmp.Compare(b, a) })
 			return sc, nil
 		}
 		if len(es)+len(bad) < n {
