@@ -160,3 +160,46 @@ func signedRequest(t *testing.T, actor string, key ed25519.PrivateKey) string {
 	}
 	return string(b)
 }
+
+// Against spl serve, an actor's key is bound with the admin token only:
+// the write token is refused at once (exit 3) naming the admin token, and
+// a Go program that names the server and its token in the environment
+// (SPL_SERVER, SPL_TOKEN_FILE), as the CLI does, reads what was bound.
+func TestBindThroughServe(t *testing.T) {
+	h := newHome(t)
+	s := serveHome(t, h)
+	const dev = "did:sync:agent:dev"
+	_, keyDID, err := sdk.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bind := func(tokenFile string) result {
+		return h.run(t, nil, "--server", s.nats, "--token-file", tokenFile,
+			"actor", "bind", dev, "--key", keyDID, "--actor", "did:sync:admin")
+	}
+	start := time.Now()
+	r := bind(filepath.Join(h.dir, "token"))
+	if r.code != 3 || !strings.Contains(r.stderr, "permission denied") || !strings.Contains(r.stderr, "admin-token") {
+		t.Fatalf("bind with the write token: exit %d, stderr %q; want exit 3, permission denied, naming the admin token", r.code, r.stderr)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the refused bind took %v", d)
+	}
+	h.mustRun(t, nil, "--server", s.nats, "--token-file", filepath.Join(h.dir, "admin-token"),
+		"actor", "bind", dev, "--key", keyDID, "--actor", "did:sync:admin")
+
+	t.Setenv("SPL_SERVER", s.nats)
+	t.Setenv("SPL_TOKEN_FILE", filepath.Join(h.dir, "read-token"))
+	t.Setenv("SPL_HOME", t.TempDir()) // not the server's directory: SPL_SERVER decides
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := sdk.Open(ctx)
+	if err != nil {
+		t.Fatalf("sdk.Open with SPL_SERVER and SPL_TOKEN_FILE: %v", err)
+	}
+	defer c.Close()
+	keys, err := c.ActorKeys(ctx)
+	if err != nil || len(keys) != 1 || keys[0].Actor != dev || keys[0].Key != keyDID {
+		t.Fatalf("ActorKeys over SPL_SERVER: %+v, %v; want dev bound to %s", keys, err, keyDID)
+	}
+}

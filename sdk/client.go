@@ -220,13 +220,22 @@ func newConfig(opts []Option) config {
 }
 
 // Open opens the log: the server named by $SPL_SERVER when it is set and
-// no WithDir is given, else the embedded log in the data directory
+// no WithDir is given (with the token of $SPL_TOKEN_FILE or $SPL_TOKEN,
+// see NATSToken), else the embedded log in the data directory
 // (WithDir, $SPL_HOME or ~/.spl), starting an in-process server or joining
 // the one another process on the same directory already runs.
 func Open(ctx context.Context, opts ...Option) (*Client, error) {
 	cfg := newConfig(opts)
 	if url := env.Server(); url != "" && cfg.dir == "" {
-		return open(ctx, cfg, natsio.Options{URL: url, NATSOptions: cfg.natsOpts})
+		tok, err := NATSToken(env.TokenFile())
+		if err != nil {
+			return nil, fmt.Errorf("spl/sdk: %s: %w", env.TokenFileVar, err)
+		}
+		opts := cfg.natsOpts
+		if tok != "" { // before the caller's options, which may name others
+			opts = append([]nats.Option{nats.Token(tok)}, opts...)
+		}
+		return open(ctx, cfg, natsio.Options{URL: url, NATSOptions: opts})
 	}
 	dir := cfg.dir
 	if dir == "" {

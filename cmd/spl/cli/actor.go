@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -110,11 +111,12 @@ func newActorBindCommand(a *app) *cobra.Command {
 records of DID must be signed by the key of --key (a did:key), or, with
 --revoke, DID holds no key. The newest binding of an actor wins.
 
-Binding is an administrator's act: whoever holds the log's write
-credential (the data directory, or spl serve's write token) can bind, so
-give agents their own did:key or keep the write credential to
-administrators, and audit spl/actors (spl actor list, spl thread show
-spl/actors). --actor names the administrator (default $SPL_ACTOR).`,
+Binding is an administrator's act. On the embedded log the owner of the
+data directory binds. Against spl serve it takes the server's admin
+token (DIR/admin-token: --server nats://HOST:PORT --token-file
+DIR/admin-token); its write token is refused. Audit spl/actors (spl
+actor list, spl thread show spl/actors). --actor names the
+administrator (default $SPL_ACTOR).`,
 		Args: cobra.ExactArgs(1),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
 			if (key == "") == !revoke {
@@ -131,6 +133,9 @@ spl/actors). --actor names the administrator (default $SPL_ACTOR).`,
 				return fmt.Errorf("actor bind: %w", err)
 			}
 			r, err := c.BindActorKey(ctx, actor, args[0], key, revoke)
+			if errors.Is(err, sdk.ErrForbidden) {
+				return fmt.Errorf("actor bind: %w (a server binds keys for its admin token only: --token-file DIR/admin-token)", err)
+			}
 			if err != nil {
 				return fmt.Errorf("actor bind: %w", err)
 			}

@@ -187,15 +187,12 @@ func (a *app) natsOptions() ([]nats.Option, error) {
 	if a.creds != "" {
 		opts = append(opts, nats.UserCredentials(a.creds))
 	}
-	switch {
-	case a.tokenFile != "":
-		tok, err := readTokenFile(a.tokenFile)
-		if err != nil {
-			return nil, usagef("--token-file: %v", err)
-		}
+	tok, err := sdk.NATSToken(a.tokenFile)
+	if err != nil {
+		return nil, usagef("--token-file: %v", err)
+	}
+	if tok != "" {
 		opts = append(opts, nats.Token(tok))
-	case env.Token() != "":
-		opts = append(opts, nats.Token(env.Token()))
 	}
 	if a.nkeySeed != "" {
 		o, err := nats.NkeyOptionFromSeed(a.nkeySeed)
@@ -214,22 +211,6 @@ func (a *app) natsOptions() ([]nats.Option, error) {
 		opts = append(opts, nats.ClientCert(a.serverCert, a.serverKey))
 	}
 	return opts, nil
-}
-
-// readTokenFile reads a token from a file: its first line, without the
-// spaces around it. An empty one is refused: it would turn into no
-// authentication at all.
-func readTokenFile(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	tok := strings.TrimSpace(line)
-	if tok == "" {
-		return "", fmt.Errorf("%s holds no token", path)
-	}
-	return tok, nil
 }
 
 // close closes the client of this run, if one was opened.

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spl-dev/spl/env"
+	"github.com/spl-dev/spl/sdk"
 	"github.com/spl-dev/spl/serve"
 )
 
@@ -34,19 +35,21 @@ to catch up. Listens on loopback unless
 --allow-remote. With --cluster-name it is one node of a cluster
 (docs/cluster.md). SIGINT or SIGTERM shuts it down gracefully.
 
-Clients authenticate by default. On its first start spl serve creates
-DIR/token (NATS clients, and HTTP clients that write) and DIR/read-token
-(HTTP clients that only read), mode 0600, and logs where they are and how
-to use them; --token-file, --http-token-file and --http-read-token-file
-(or --user, --nkey, --nats-config) set credentials of your own. Pass
-secrets in files or the environment: --token and --password are visible
-to every user in ps. --insecure-no-auth turns authentication off, for a
-trusted test network only.
+Clients authenticate by default. On its first start spl serve creates,
+mode 0600, DIR/token (NATS and HTTP clients that write),
+DIR/read-token (NATS and HTTP clients that only read; the reviewer's
+page at / takes it too) and DIR/admin-token (everything, and the actor
+key bindings), shows them once on a terminal and logs where they are;
+--token-file, --http-token-file and --http-read-token-file (or --user,
+--nkey, --nats-config) set credentials of your own. Pass secrets in
+files or the environment: --token and --password are visible to every
+user in ps. --insecure-no-auth turns authentication off, for a trusted
+test network only.
 
---require-signed refuses, over HTTP, records not signed by the key bound
-to their actor (spl actor). NATS clients append through their own
-service layer, not the server's: check what they wrote with
-spl verify --all --require-signed.`,
+--require-signed refuses records not signed by the key bound to their
+actor (spl actor). Writes then go through the HTTP API, where the
+signatures are checked: the write token publishes no record over NATS
+(spl emit --server … is refused, exit 3, permission denied).`,
 		Example: `  spl serve
   spl --server nats://127.0.0.1:4222 --token-file ~/.spl/token session list
   curl -H "Authorization: Bearer $(cat ~/.spl/read-token)" 127.0.0.1:7475/v1/threads
@@ -74,7 +77,7 @@ spl verify --all --require-signed.`,
 				if tf.file == "" {
 					continue
 				}
-				tok, err := readTokenFile(tf.file)
+				tok, err := sdk.ReadTokenFile(tf.file)
 				if err != nil {
 					return usagef("serve: %s: %v", tf.flag, err)
 				}

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spl-dev/spl/sdk"
 	"github.com/spl-dev/spl/serve"
 )
 
@@ -37,12 +38,12 @@ func main() {
 	projectors := flag.Bool("projections", false, "run the index projection, as spl serve does")
 	flag.Parse()
 	if *tokenFile != "" {
-		b, err := os.ReadFile(*tokenFile)
+		tok, err := sdk.ReadTokenFile(*tokenFile)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "testserver:", err)
 			os.Exit(1)
 		}
-		cfg.Token = strings.TrimSpace(string(b))
+		cfg.Token = tok
 	}
 	if routes != "" {
 		cfg.Routes = strings.Split(routes, ",")
