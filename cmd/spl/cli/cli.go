@@ -12,7 +12,8 @@
 //	   sdk.ErrUnknownProjection), or a read model that did not catch up in time (sdk.ErrProjectionBehind)
 //	2  not found (sdk.ErrNotFound)
 //	3  storage error (anything else)
-//	4  verification found corrupt or missing records (records.ErrCorrupt, verify), or a run checkpoint that
+//	4  verification failed (records.ErrCorrupt; verify: corrupt or missing records, bad signatures, a loss,
+//	   unsigned records under --require-signed), or a run checkpoint that
 //	   cannot be resumed from (sdk.ErrCheckpointCorrupt)
 package cli
 
@@ -42,7 +43,7 @@ const (
 	ExitUsage    = 1 // usage or validation error; a read model that did not catch up
 	ExitNotFound = 2 // nothing matched
 	ExitStorage  = 3 // the log could not be opened, read or written
-	ExitCorrupt  = 4 // verification found corrupt or missing records
+	ExitCorrupt  = 4 // verification failed
 )
 
 // DefaultTimeout bounds the storage operations of one command (--timeout).
@@ -316,7 +317,8 @@ Exit codes:
      refused erasure), or a read model did not catch up within --timeout
   2  not found (e.g. a thread with no checkpoint)
   3  storage error (the log could not be opened, read or written)
-  4  verification found corrupt or missing records, or a run checkpoint
+  4  verification failed (corrupt or missing records, bad signatures, a
+     loss, unsigned records under --require-signed), or a run checkpoint
      that cannot be resumed from`
 
 func newRootCommand(a *app) *cobra.Command {

@@ -13,9 +13,10 @@ import (
 	"github.com/spl-dev/spl/sdk"
 )
 
-// errDamaged reports that verification found corrupt or missing records.
+// errDamaged reports that verification failed: corrupt or missing
+// records, bad signatures, a loss, or unsigned records where they fail.
 // Exit code 4.
-var errDamaged = errors.New("verification found corrupt or missing records")
+var errDamaged = errors.New("verification failed")
 
 func newEraseCommand(a *app) *cobra.Command {
 	var thread, reason, actor string
