@@ -310,10 +310,16 @@ func dirHolds(t *testing.T, dir, marker string) bool {
 	t.Helper()
 	found := false
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // a temporary file renamed away meanwhile (the mark's)
+		}
 		if err != nil || d.IsDir() {
 			return err
 		}
 		b, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}

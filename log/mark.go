@@ -91,9 +91,10 @@ type marker struct {
 	keyF  *os.File // flocked while the mark is read and written, across processes
 	every time.Duration
 
-	mu    sync.Mutex
-	clock uint64
-	id    records.ID
+	mu      sync.Mutex
+	clock   uint64
+	id      records.ID
+	written uint64 // the clock of the mark on disk, as this process last saw it
 
 	kick chan struct{}
 	quit chan struct{}
@@ -205,6 +206,7 @@ func (m *marker) write() error {
 		return err // a mark that does not verify is kept for CheckMark to report
 	}
 	if ok && old.Clock >= clock {
+		m.wrote(old.Clock)
 		return nil
 	}
 	if ok {
@@ -221,38 +223,24 @@ func (m *marker) write() error {
 	}
 	k := Mark{Stream: m.l.opts.Stream, Clock: clock, ID: id.String()}
 	k.MAC = m.sign(k)
-	return writeSynced(filepath.Join(m.dir, MarkFile), k)
-}
-
-// writeSynced writes v as JSON to path whole: a temporary file, fsynced,
-// renamed over path, and the directory fsynced.
-func writeSynced(path string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
+	if err := natsio.WriteJSONFile(filepath.Join(m.dir, MarkFile), k); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(f.Name())
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err == nil {
-		err = natsio.SyncFile(filepath.Dir(path))
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
+	m.wrote(clock)
 	return nil
+}
+
+func (m *marker) wrote(clock uint64) {
+	m.mu.Lock()
+	m.written = max(m.written, clock)
+	m.mu.Unlock()
+}
+
+// onDisk reports whether the mark on disk is at clock or past it.
+func (m *marker) onDisk(clock uint64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.written >= clock
 }
 
 // MarkNow raises the mark to the stream's last record, whoever appended
@@ -264,8 +252,8 @@ func (l *Log) MarkNow(ctx context.Context) error {
 		return nil
 	}
 	last, err := l.LastClock(ctx)
-	if err != nil || last == 0 {
-		return err
+	if err != nil || last == 0 || l.mark.onDisk(last) {
+		return err // nothing new since the mark was written
 	}
 	at, err := l.get(ctx, getRequest{Seq: last})
 	if errors.Is(err, ErrNotFound) {

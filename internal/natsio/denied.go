@@ -35,6 +35,7 @@ type denials struct {
 	subjects map[string]time.Time
 	next     context.Context // cancelled at the next denial, then replaced
 	cancel   context.CancelFunc
+	leaders  map[string]bool // streams whose leader elections wake (WakeOnLeader)
 }
 
 func (d *denials) init() {
@@ -83,8 +84,21 @@ func (d *denials) wakeLocked() {
 // its doubt by reading, and sends again what did not land) instead of
 // waiting out its timeout. Without the right to subscribe to JetStream's
 // advisories, it does nothing.
+// Once per stream on a connection, however many logs open on it; the
+// subscription ends with the connection.
 func (c *Conn) WakeOnLeader(stream string) {
-	_, _ = c.NC.Subscribe("$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED."+stream, func(*nats.Msg) { c.denied.wake() })
+	d := &c.denied
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.leaders[stream] {
+		return
+	}
+	if _, err := c.NC.Subscribe("$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED."+stream, func(*nats.Msg) { d.wake() }); err == nil {
+		if d.leaders == nil {
+			d.leaders = make(map[string]bool)
+		}
+		d.leaders[stream] = true
+	}
 }
 
 // watchDenied notes the publishes the server denies this connection.

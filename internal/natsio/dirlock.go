@@ -58,7 +58,7 @@ func LockDir(dir string) (*DirLock, error) {
 // Publish writes the client address (host:port) of the directory's server
 // where other processes of the directory look for it.
 func (d *DirLock) Publish(addr string) error {
-	if err := writeFileAtomic(filepath.Join(d.dir, addrFile), addrInfo{URL: addr, PID: os.Getpid()}); err != nil {
+	if err := WriteJSONFile(filepath.Join(d.dir, addrFile), addrInfo{URL: addr, PID: os.Getpid()}); err != nil {
 		return err
 	}
 	d.published = true
@@ -94,20 +94,4 @@ func readAddr(dir string) (addrInfo, error) {
 		return info, err
 	}
 	return info, nil
-}
-
-func writeFileAtomic(path string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		_ = os.Remove(tmp) // a full disk leaves it empty or torn
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s: %w", tmp, err)
-	}
-	return nil
 }

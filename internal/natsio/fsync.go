@@ -1,6 +1,7 @@
 package natsio
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -219,6 +220,40 @@ func SyncFile(path string) error {
 	defer f.Close()
 	if err := f.Sync(); err != nil {
 		return &fs.PathError{Op: "fsync", Path: path, Err: err}
+	}
+	return nil
+}
+
+// WriteJSONFile writes v as JSON to path whole: a temporary file in the
+// same directory (mode 0600), fsynced, renamed over path, and the
+// directory fsynced, so that a reader sees the old file or the new one,
+// never part of one, and a power cut keeps what was written. The
+// temporary file is removed on failure (a full disk leaves it torn).
+func WriteJSONFile(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err == nil {
+		err = SyncFile(filepath.Dir(path))
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }
