@@ -38,7 +38,7 @@ func (c *Client) appendAll(ctx context.Context, recs []*records.Record, errs []e
 		if errs[i] != nil {
 			continue
 		}
-		if rec, errs[i] = c.seal(ctx, sealing{rec: rec}); errs[i] != nil {
+		if rec, errs[i] = c.seal(ctx, rec); errs[i] != nil {
 			continue
 		}
 		if after != nil {

@@ -385,7 +385,7 @@ func (c *Client) EmitAsync(ctx context.Context, ev Event) (*Pending, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rec, err = c.seal(ctx, sealing{rec: rec}); err != nil {
+	if rec, err = c.seal(ctx, rec); err != nil {
 		return nil, err
 	}
 	select {

@@ -238,19 +238,27 @@ func (r *Run) checkpointRecord(phase string, payload any, ts time.Time) (*record
 	if isSnapshotPhase(phase) {
 		kind = KindRunSnapshot
 	}
-	return r.c.seal(context.Background(), sealing{policy: r.thread, payload: raw, build: func(raw []byte) (*records.Record, error) {
-		body := runBody{RunID: r.id, ThreadID: r.thread, SchemaVersion: RunSchemaVersion, Phase: phase, TimestampMS: ts.UnixMilli()}
-		if len(raw) > MaxInlinePayload {
-			ref, err := r.c.putBlob(context.Background(), raw)
-			if err != nil {
-				return nil, err
-			}
-			body.PayloadBlob = &ref
-		} else {
-			body.Payload = raw
+	// The run's thread's redaction policies hold for the payload, before
+	// it is stored anywhere (inline or beside the log).
+	ctx := context.Background()
+	if raw, _, err = r.c.redactBody(ctx, r.thread, raw); err != nil {
+		return nil, err
+	}
+	body := runBody{RunID: r.id, ThreadID: r.thread, SchemaVersion: RunSchemaVersion, Phase: phase, TimestampMS: ts.UnixMilli()}
+	if len(raw) > MaxInlinePayload {
+		ref, err := r.c.putBlob(ctx, raw)
+		if err != nil {
+			return nil, err
 		}
-		return records.New(records.ActLearn, kind, r.rthread, r.actor(), ts, &body)
-	}})
+		body.PayloadBlob = &ref
+	} else {
+		body.Payload = raw
+	}
+	rec, err := records.New(records.ActLearn, kind, r.rthread, r.actor(), ts, &body)
+	if err != nil {
+		return nil, err
+	}
+	return r.c.admit(ctx, rec)
 }
 
 func (r *Run) actor() string { return r.cfg.actor }
@@ -516,11 +524,12 @@ func (r *Run) Effect(ctx context.Context, callID, tool string, args any, fn func
 	} else {
 		body.Output = string(out)
 	}
-	// The seal path, under the run's thread's policies; an effect has no
-	// payload for them to look into (its output is JSON text).
-	er, err := r.c.seal(ctx, sealing{policy: r.thread, build: func([]byte) (*records.Record, error) {
-		return records.New(records.ActDo, KindRunEffect, r.ethread, r.actor(), now, &body)
-	}})
+	// An effect has no payload for redaction policies to look into (its
+	// output is JSON text): the last steps of the seal path only.
+	er, err := records.New(records.ActDo, KindRunEffect, r.ethread, r.actor(), now, &body)
+	if err == nil {
+		er, err = r.c.admit(ctx, er)
+	}
 	if err != nil {
 		return EffectResult{}, err
 	}
