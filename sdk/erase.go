@@ -75,9 +75,6 @@ func (c *Client) Erase(ctx context.Context, thread, actor string, ids []records.
 	if err := checkErasure(thread, actor, reason); err != nil {
 		return EraseResult{}, err
 	}
-	if err := c.mayWrite(ctx, thread); err != nil {
-		return EraseResult{}, err
-	}
 	if len(ids) > MaxErasureTargets {
 		if err := c.log.CheckErase(ctx, thread, ids); err != nil {
 			return EraseResult{}, err
