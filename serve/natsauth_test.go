@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
+	"github.com/spl-dev/spl/wire"
 )
 
 // dirSecret reads a secret spl serve keeps in its data directory.
@@ -167,25 +169,38 @@ func TestHTTPAdminRight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := emitBody(records.ActorThread, "KNOW", records.KindActorKey, `{"actor":"did:sync:agent:bound","public_key":"`+did+`"}`)
-	post := func(token string) int {
-		req, err := http.NewRequest("POST", base(s)+"/v1/records", strings.NewReader(body))
+	write, read, admin := dirSecret(t, s, natsio.TokenFile), dirSecret(t, s, ReadTokenFile), dirSecret(t, s, AdminTokenFile)
+	post := func(path, token, body string) (int, wire.Error) {
+		req, err := http.NewRequest("POST", base(s)+path, strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+token)
-		code, _ := callReq(t, http.DefaultClient, req, nil)
-		return code
+		var e wire.Error
+		code, _ := callReq(t, http.DefaultClient, req, &e)
+		return code, e
 	}
-	if code := post(dirSecret(t, s, natsio.TokenFile)); code != http.StatusForbidden {
-		t.Fatalf("write token binding a key: %d, want 403", code)
+	bind := emitBody(records.ActorThread, "KNOW", records.KindActorKey, `{"actor":"did:sync:agent:bound","public_key":"`+did+`"}`)
+	for _, tok := range []string{write, read} {
+		if code, e := post("/v1/records", tok, bind); code != http.StatusForbidden || !strings.Contains(e.Rule, "right") {
+			t.Fatalf("binding a key without the admin token: %d %+v, want 403 naming the right", code, e)
+		}
 	}
-	if code := post(dirSecret(t, s, ReadTokenFile)); code != http.StatusForbidden {
-		t.Fatalf("read token binding a key: %d, want 403", code)
-	}
-	if code := post(dirSecret(t, s, AdminTokenFile)); code != http.StatusCreated {
+	var rec wire.Record
+	req, _ := http.NewRequest("POST", base(s)+"/v1/records", strings.NewReader(bind))
+	req.Header.Set("Authorization", "Bearer "+admin)
+	if code, _ := callReq(t, http.DefaultClient, req, &rec); code != http.StatusCreated {
 		t.Fatalf("admin token binding a key: %d, want 201", code)
+	}
+	// Erasing the binding takes the admin right too.
+	erase := `{"ids":["` + rec.ID + `"],"reason":"user request","actor":"did:sync:admin"}`
+	path := "/v1/threads/" + url.PathEscape(records.ActorThread) + "/erase"
+	if code, e := post(path, write, erase); code != http.StatusForbidden || e.Rule != "needs the admin right" {
+		t.Fatalf("write token erasing a binding: %d %+v, want 403 needing the admin right", code, e)
+	}
+	if code, e := post(path, admin, erase); code != http.StatusOK {
+		t.Fatalf("admin token erasing a binding: %d %+v, want 200", code, e)
 	}
 }
 
