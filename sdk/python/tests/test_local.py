@@ -18,13 +18,14 @@ BIN = os.environ.get("SPL_BIN")
 @unittest.skipUnless(BIN, "set SPL_BIN to the built spl binary")
 class LocalTest(unittest.IsolatedAsyncioTestCase):
     async def test_starts_and_joins_the_local_spl(self):
-        home = tempfile.mkdtemp()
-        os.chmod(home, 0o700)
+        parent = tempfile.mkdtemp()
+        home = os.path.join(parent, "spl")  # not there yet: spl makes it
         env = {k: v for k, v in os.environ.items() if k not in ("SPL_URL", "SPL_TOKEN")}
         env.update(SPL_HOME=home, SPL_BIN=BIN, SPL_ACTOR="did:sync:agent:dev")
         try:
             with mock.patch.dict(os.environ, env, clear=True):
                 client = await spl.connect()
+                self.assertEqual(os.stat(home).st_mode & 0o777, 0o700, "the data directory spl made")
                 try:
                     await client.emit(act="LEARN", kind="agent.session.checkpoint",
                         body={"summary": "Completed auth refactor", "learnings": ["mutex pattern worked"],
@@ -41,7 +42,7 @@ class LocalTest(unittest.IsolatedAsyncioTestCase):
                     await again.close()
         finally:
             self._stop(home)
-            shutil.rmtree(home, ignore_errors=True)
+            shutil.rmtree(parent, ignore_errors=True)
 
     @staticmethod
     def _stop(home):

@@ -62,7 +62,7 @@ export async function localURL(opts: { home?: string; bin?: string; token?: stri
   });
   let failed: Error | undefined;
   child.on("error", (e) => {
-    failed = new Error(`start ${bin} serve: ${e.message} (install it: go install github.com/spl-dev/spl/cmd/spl@latest)`);
+    failed = new Error(`start ${bin} serve: ${e.message} (install it from a clone of spl: go install ./cmd/spl, or set SPL_BIN)`);
   });
   let exited: number | null = null;
   child.on("exit", (code) => { exited = code; });

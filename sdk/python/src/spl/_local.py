@@ -55,14 +55,15 @@ async def local_url(home: str | None = None, binary: str | None = None, timeout:
     if url and await _answers(url):
         return url
     binary = binary or os.environ.get("SPL_BIN") or "spl"
-    os.makedirs(home, exist_ok=True)
+    # spl serve makes the directory itself (0700) and refuses one that
+    # others can change: nothing is made here.
     try:
         p = subprocess.Popen([binary, "serve", "--home", home, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
                               "--http-addr-file", os.path.join(home, ADDR_FILE)],
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              start_new_session=True)
     except OSError as e:
-        raise RuntimeError(f"start {binary} serve: {e} (install it: go install github.com/spl-dev/spl/cmd/spl@latest)") from e
+        raise RuntimeError(f"start {binary} serve: {e} (install it from a clone of spl: go install ./cmd/spl, or set SPL_BIN)") from e
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         url = _read_addr(home)
