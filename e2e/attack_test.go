@@ -170,9 +170,10 @@ func TestAttackReplacedServerJSON(t *testing.T) {
 	defer ln.Close()
 	got := make(chan string, 1)
 	go func() {
+		defer close(got)
 		c, err := ln.Accept()
 		if err != nil {
-			return
+			return // the listener closed: nobody connected
 		}
 		defer c.Close()
 		fmt.Fprintf(c, "INFO {\"server_id\":\"fake\",\"version\":\"2.12.0\",\"proto\":1,\"auth_required\":true,\"max_payload\":1048576}\r\n")
@@ -202,13 +203,14 @@ func TestAttackReplacedServerJSON(t *testing.T) {
 		t.Fatalf("attacker could not write server.json in the 0777 directory: %v %s", err, o)
 	}
 	r := h.run(t, nil, "--timeout", "3s", "emit", "--thread", "th_s", "--act", "DO", "--kind", "agent.step", "--actor", "did:sync:agent:dev", "--body", "{}")
-	select {
-	case line := <-got:
+	// The command has exited: close the fake server and wait for its
+	// goroutine, which reports a connection it took, or nothing.
+	ln.Close()
+	if line, ok := <-got; ok {
 		if strings.Contains(line, readSecret(t, filepath.Join(h.dir, "token"))) {
 			t.Fatalf("the owner's spl sent the directory's token to the second user's server: %q", line)
 		}
 		t.Fatalf("the owner's spl connected to the second user's server: %q", line)
-	default:
 	}
 	if r.code == 0 || !strings.Contains(r.stderr, "chmod 700") {
 		t.Fatalf("emit in a 0777 directory: exit %d, stderr %q; want refused with chmod 700", r.code, r.stderr)
