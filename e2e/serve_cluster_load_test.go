@@ -6,8 +6,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/spl-dev/spl/records"
 )
 
 // TestServeClusterNoConflict runs a clustered load with no fault: 3 nodes,
@@ -34,9 +32,7 @@ func TestServeClusterNoConflict(t *testing.T) {
 		base := newAppender(t, all, fmt.Sprintf("load-p%d-c0", p), 3)
 		byProc[p] = append(byProc[p], base)
 		for c := 1; c < callers; c++ {
-			byProc[p] = append(byProc[p], &appender{
-				thread: fmt.Sprintf("load-p%d-c%d", p, c), conn: base.conn, l: base.l, acked: map[records.ID]int{},
-			})
+			byProc[p] = append(byProc[p], base.share(fmt.Sprintf("load-p%d-c%d", p, c)))
 		}
 	}
 	var shared []*appender
@@ -47,7 +43,7 @@ func TestServeClusterNoConflict(t *testing.T) {
 			wg.Go(func() { a.run(stop, 1_000_000) })
 		}
 		// The contended thread: its refusals are the expected ones.
-		sh := &appender{thread: "load-shared", conn: byProc[p][0].conn, l: byProc[p][0].l, acked: map[records.ID]int{}}
+		sh := byProc[p][0].share("load-shared")
 		shared = append(shared, sh)
 		wg.Go(func() { sh.run(stop, 1_000_000) })
 	}

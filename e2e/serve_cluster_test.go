@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,12 +35,7 @@ func TestServeClusterFailover(t *testing.T) {
 		}
 		return n
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for _, a := range as {
-		wg.Go(func() { a.run(stop, 1_000_000) })
-	}
-	halt := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	halt := startWriters(as)
 	defer halt()
 	waitFor(t, 15*time.Second, "appends before the kill", func() bool { return total() >= 40 })
 

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,14 +37,9 @@ func TestServeDiskFull(t *testing.T) {
 			continue
 		}
 		base := as[len(as)-1]
-		as = append(as, &appender{thread: thread, conn: base.conn, l: base.l, acked: map[records.ID]int{}})
+		as = append(as, base.share(thread))
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for _, a := range as {
-		wg.Go(func() { a.run(stop, 1_000_000) })
-	}
-	halt := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	halt := startWriters(as)
 	defer halt()
 	// Until every writer is refused (the disk is full), within 60 s.
 	deadline := time.Now().Add(60 * time.Second)

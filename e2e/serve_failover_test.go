@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -27,12 +26,7 @@ func TestServeClusterFailoverTime(t *testing.T) {
 	for w := range 4 {
 		as = append(as, newAppender(t, all, fmt.Sprintf("failover-w%d", w), 3))
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for _, a := range as {
-		wg.Go(func() { a.run(stop, 1_000_000) })
-	}
-	halt := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	halt := startWriters(as)
 	defer halt()
 	counts := func() []int {
 		var n []int

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -45,12 +44,7 @@ func TestServeKill9(t *testing.T) {
 		}
 		return n
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for _, a := range as {
-		wg.Go(func() { a.run(stop, 1_000_000) })
-	}
-	halt := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	halt := startWriters(as)
 	defer halt()
 
 	deadline := time.Now().Add(50 * time.Second)

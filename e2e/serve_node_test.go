@@ -242,6 +242,23 @@ func newAppender(t *testing.T, url, thread string, replicas int) *appender {
 	return &appender{thread: thread, conn: conn, l: l, acked: make(map[records.ID]int)}
 }
 
+// share is another appender on a's connection and log, for thread: a
+// second caller of the same writer (its appends share group commits).
+func (a *appender) share(thread string) *appender {
+	return &appender{thread: thread, conn: a.conn, l: a.l, acked: map[records.ID]int{}}
+}
+
+// startWriters runs every appender until the returned halt is called (it
+// waits for them; calling it again does nothing). The caller defers it.
+func startWriters(as []*appender) (halt func()) {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, a := range as {
+		wg.Go(func() { a.run(stop, 1_000_000) })
+	}
+	return sync.OnceFunc(func() { close(stop); wg.Wait() })
+}
+
 // run appends until stop is closed or max records are acknowledged.
 func (a *appender) run(stop <-chan struct{}, max int) {
 	for n := 0; n < max; n++ {

@@ -35,7 +35,6 @@ type denials struct {
 	subjects map[string]time.Time
 	next     context.Context // cancelled at the next denial, then replaced
 	cancel   context.CancelFunc
-	leaders  map[string]bool // streams whose leader elections wake (WakeOnLeader)
 }
 
 func (d *denials) init() {
@@ -65,40 +64,9 @@ func (d *denials) note(err error) bool {
 	return true
 }
 
-// wake ends the contexts of UntilAnswered given out so far.
-func (d *denials) wake() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.wakeLocked()
-}
-
 func (d *denials) wakeLocked() {
 	d.cancel()
 	d.next, d.cancel = context.WithCancel(context.Background())
-}
-
-// WakeOnLeader makes UntilAnswered end too when stream elects a leader.
-// In a cluster, a publish or a read in flight to a stream leader that
-// died is never answered; once another leader is elected, waiting on
-// is pointless, so the waiter goes on at once (a writer then resolves
-// its doubt by reading, and sends again what did not land) instead of
-// waiting out its timeout. Without the right to subscribe to JetStream's
-// advisories, it does nothing.
-// Once per stream on a connection, however many logs open on it; the
-// subscription ends with the connection.
-func (c *Conn) WakeOnLeader(stream string) {
-	d := &c.denied
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.leaders[stream] {
-		return
-	}
-	if _, err := c.NC.Subscribe("$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED."+stream, func(*nats.Msg) { d.wake() }); err == nil {
-		if d.leaders == nil {
-			d.leaders = make(map[string]bool)
-		}
-		d.leaders[stream] = true
-	}
 }
 
 // watchDenied notes the publishes the server denies this connection.
@@ -116,9 +84,8 @@ func (c *Conn) watchDenied() {
 }
 
 // UntilAnswered is UntilLost that also ends when the server denies one
-// of this connection's publishes (a writer waiting for answers then
-// learns at once which of them will never come: DeniedSince), or, after
-// WakeOnLeader, when the stream elects a new leader.
+// of this connection's publishes: a writer waiting for answers then
+// learns at once which of them will never come (DeniedSince).
 func (c *Conn) UntilAnswered(parent context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := c.UntilLost(parent, timeout)
 	c.denied.mu.Lock()
