@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -126,24 +127,20 @@ administrator (default $SPL_ACTOR).`,
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("actor bind: %w", err)
-			}
-			r, err := c.BindActorKey(ctx, actor, args[0], key, revoke)
-			if errors.Is(err, sdk.ErrForbidden) {
-				return fmt.Errorf("actor bind: %w (a server binds keys for its admin token only: --token-file DIR/admin-token)", err)
-			}
-			if err != nil {
-				return fmt.Errorf("actor bind: %w", err)
-			}
-			if a.json {
-				return writeJSON(cmd.OutOrStdout(), receiptRef{ID: r.ID.String(), Clock: r.Clock})
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s %d\n", r.ID, r.Clock)
-			return err
+			return a.withClient(cmd, "actor bind", func(ctx context.Context, c *sdk.Client) error {
+				r, err := c.BindActorKey(ctx, actor, args[0], key, revoke)
+				if errors.Is(err, sdk.ErrForbidden) {
+					return fmt.Errorf("actor bind: %w (a server binds keys for its admin token only: --token-file DIR/admin-token)", err)
+				}
+				if err != nil {
+					return fmt.Errorf("actor bind: %w", err)
+				}
+				if a.json {
+					return writeJSON(cmd.OutOrStdout(), receiptRef{ID: r.ID.String(), Clock: r.Clock})
+				}
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s %d\n", r.ID, r.Clock)
+				return err
+			})
 		}),
 	}
 	cmd.Flags().StringVar(&key, "key", "", "the did:key of the actor's key")
@@ -166,36 +163,32 @@ func newActorListCommand(a *app) *cobra.Command {
 		Short: "List actors and the keys bound to them",
 		Args:  cobra.NoArgs,
 		RunE: run(func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("actor list: %w", err)
-			}
-			bs, err := c.ActorKeys(ctx)
-			if bs == nil && err != nil {
-				return fmt.Errorf("actor list: %w", err)
-			}
-			if err != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "spl: actor list: bindings ignored: %v\n", err)
-			}
-			if a.json {
-				out := []actorJSON{}
+			return a.withClient(cmd, "actor list", func(ctx context.Context, c *sdk.Client) error {
+				bs, err := c.ActorKeys(ctx)
+				if bs == nil && err != nil {
+					return fmt.Errorf("actor list: %w", err)
+				}
+				if err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "spl: actor list: bindings ignored: %v\n", err)
+				}
+				if a.json {
+					out := []actorJSON{}
+					for _, b := range bs {
+						out = append(out, actorJSON{Actor: b.Actor, Key: b.Key, Revoked: b.Revoked, Clock: b.Clock, ID: b.ID.String()})
+					}
+					return writeJSON(cmd.OutOrStdout(), out)
+				}
+				tw := newTable(cmd.OutOrStdout())
+				fmt.Fprintln(tw, "ACTOR\tKEY\tCLOCK\tBINDING")
 				for _, b := range bs {
-					out = append(out, actorJSON{Actor: b.Actor, Key: b.Key, Revoked: b.Revoked, Clock: b.Clock, ID: b.ID.String()})
+					key := b.Key
+					if b.Revoked {
+						key = "(revoked)"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", b.Actor, key, b.Clock, b.ID)
 				}
-				return writeJSON(cmd.OutOrStdout(), out)
-			}
-			tw := newTable(cmd.OutOrStdout())
-			fmt.Fprintln(tw, "ACTOR\tKEY\tCLOCK\tBINDING")
-			for _, b := range bs {
-				key := b.Key
-				if b.Revoked {
-					key = "(revoked)"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", b.Actor, key, b.Clock, b.ID)
-			}
-			return tw.Flush()
+				return tw.Flush()
+			})
 		}),
 	}
 }

@@ -229,6 +229,20 @@ func (a *app) storageContext(cmd *cobra.Command) (context.Context, context.Cance
 	return context.WithTimeout(cmd.Context(), a.timeout)
 }
 
+// withClient opens the client of this run under --timeout and calls f with
+// it and that bounded context. An error opening the client is wrapped with
+// op, the command's name ("session save"); f's own errors are returned as
+// they are. Run closes the client, not withClient.
+func (a *app) withClient(cmd *cobra.Command, op string, f func(ctx context.Context, c *sdk.Client) error) error {
+	ctx, cancel := a.storageContext(cmd)
+	defer cancel()
+	c, err := a.open(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return f(ctx, c)
+}
+
 // usageError is a command line that parsed but does not make sense (a
 // missing flag, two flags that exclude each other). Exit code 1.
 type usageError struct{ msg string }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -52,20 +53,16 @@ stored as canonical CBOR. Prints the new record's id and clock.`,
 				return fmt.Errorf("emit: %w", err)
 			}
 
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("emit: %w", err)
-			}
-			r, err := c.Emit(ctx, sdk.Event{
-				Act: act, Kind: kind, Thread: thread, Actor: actor, Time: now,
-				Body: records.RawBody(cbor),
+			return a.withClient(cmd, "emit", func(ctx context.Context, c *sdk.Client) error {
+				r, err := c.Emit(ctx, sdk.Event{
+					Act: act, Kind: kind, Thread: thread, Actor: actor, Time: now,
+					Body: records.RawBody(cbor),
+				})
+				if err != nil {
+					return fmt.Errorf("emit: %w", err)
+				}
+				return a.writeReceipt(cmd, r, receiptJSON{Thread: thread, Act: act, Kind: kind, Actor: actor})
 			})
-			if err != nil {
-				return fmt.Errorf("emit: %w", err)
-			}
-			return a.writeReceipt(cmd, r, receiptJSON{Thread: thread, Act: act, Kind: kind, Actor: actor})
 		}),
 	}
 	f := cmd.Flags()

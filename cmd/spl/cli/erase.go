@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -50,20 +51,16 @@ Prints each erased id, then the id and clock of the erasure record.`,
 			if err != nil {
 				return fmt.Errorf("erase: %w", err)
 			}
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("erase: %w", err)
-			}
-			res, err := c.Erase(ctx, thread, actor, ids, reason)
-			if err != nil {
-				return withOp("erase", err)
-			}
-			if a.json {
-				return writeJSON(cmd.OutOrStdout(), newEraseJSON(thread, res))
-			}
-			return writeErase(cmd.OutOrStdout(), res)
+			return a.withClient(cmd, "erase", func(ctx context.Context, c *sdk.Client) error {
+				res, err := c.Erase(ctx, thread, actor, ids, reason)
+				if err != nil {
+					return withOp("erase", err)
+				}
+				if a.json {
+					return writeJSON(cmd.OutOrStdout(), newEraseJSON(thread, res))
+				}
+				return writeErase(cmd.OutOrStdout(), res)
+			})
 		}),
 	}
 	f := cmd.Flags()
@@ -161,47 +158,46 @@ counted and listed; they fail only with --require-signed.`,
 					return fmt.Errorf("verify: %w", err)
 				}
 			}
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("verify: %w", err)
-			}
-			var rep sdk.VerifyReport
-			if all {
-				progress := progressTo(cmd.ErrOrStderr())
-				rep, err = c.VerifyAll(ctx, progress)
-				if progress != nil {
-					fmt.Fprintln(cmd.ErrOrStderr())
+			return a.withClient(cmd, "verify", func(ctx context.Context, c *sdk.Client) error {
+				var (
+					rep sdk.VerifyReport
+					err error
+				)
+				if all {
+					progress := progressTo(cmd.ErrOrStderr())
+					rep, err = c.VerifyAll(ctx, progress)
+					if progress != nil {
+						fmt.Fprintln(cmd.ErrOrStderr())
+					}
+				} else {
+					rep, err = c.Verify(ctx, args[0])
 				}
-			} else {
-				rep, err = c.Verify(ctx, args[0])
-			}
-			if err != nil {
-				return fmt.Errorf("verify: %w", err)
-			}
-			if !all && rep.Threads == 0 {
-				// Nothing of the thread is in the log: a mistyped thread
-				// must not pass as verified.
-				return fmt.Errorf("verify: thread %q has no records, nothing to verify: %w", args[0], sdk.ErrNotFound)
-			}
-			if a.json {
-				err = writeJSON(cmd.OutOrStdout(), newVerifyJSON(rep, requireSigned))
-			} else {
-				err = writeVerify(cmd.OutOrStdout(), rep, requireSigned)
-			}
-			if err != nil {
-				return fmt.Errorf("verify: %w", err)
-			}
-			if rep.Loss != nil {
-				return fmt.Errorf("verify: loss: clocks %d–%d missing, behind the high-water mark; %d corrupt, %d missing: %w",
-					rep.Loss.From, rep.Loss.To, len(rep.Corrupt), len(rep.Missing), errDamaged)
-			}
-			if !rep.OKSigned(requireSigned) {
-				return fmt.Errorf("verify: %d corrupt, %d missing, %d bad signatures, %d unsigned: %w",
-					len(rep.Corrupt), len(rep.Missing), len(rep.BadSig), rep.UnsignedCount, errDamaged)
-			}
-			return nil
+				if err != nil {
+					return fmt.Errorf("verify: %w", err)
+				}
+				if !all && rep.Threads == 0 {
+					// Nothing of the thread is in the log: a mistyped thread
+					// must not pass as verified.
+					return fmt.Errorf("verify: thread %q has no records, nothing to verify: %w", args[0], sdk.ErrNotFound)
+				}
+				if a.json {
+					err = writeJSON(cmd.OutOrStdout(), newVerifyJSON(rep, requireSigned))
+				} else {
+					err = writeVerify(cmd.OutOrStdout(), rep, requireSigned)
+				}
+				if err != nil {
+					return fmt.Errorf("verify: %w", err)
+				}
+				if rep.Loss != nil {
+					return fmt.Errorf("verify: loss: clocks %d–%d missing, behind the high-water mark; %d corrupt, %d missing: %w",
+						rep.Loss.From, rep.Loss.To, len(rep.Corrupt), len(rep.Missing), errDamaged)
+				}
+				if !rep.OKSigned(requireSigned) {
+					return fmt.Errorf("verify: %d corrupt, %d missing, %d bad signatures, %d unsigned: %w",
+						len(rep.Corrupt), len(rep.Missing), len(rep.BadSig), rep.UnsignedCount, errDamaged)
+				}
+				return nil
+			})
 		}),
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "verify every thread of the log")
@@ -335,36 +331,32 @@ id, 4 when a message claiming it does not verify (printed as stored).`,
 			if err != nil {
 				return fmt.Errorf("record show: %w", err)
 			}
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("record show: %w", err)
-			}
-			r, err := c.Record(ctx, id, thread)
-			var ee *sdk.ErasedError
-			switch {
-			case errors.As(err, &ee):
-				return a.writeShown(cmd, r, nil, &ee.Tombstone)
-			case errors.Is(err, records.ErrCorrupt):
-				if werr := a.writeShown(cmd, r, err, nil); werr != nil {
-					return fmt.Errorf("record show: %w", werr)
-				}
-				return fmt.Errorf("record show: %w", err)
-			case errors.Is(err, sdk.ErrNotFound) && thread == "":
-				return fmt.Errorf("record show: %w (with --thread, an erased record shows who erased it)", err)
-			case err != nil:
-				return fmt.Errorf("record show: %w", err)
-			}
-			if raw {
-				data, err := r.Record.Marshal()
-				if err != nil {
+			return a.withClient(cmd, "record show", func(ctx context.Context, c *sdk.Client) error {
+				r, err := c.Record(ctx, id, thread)
+				var ee *sdk.ErasedError
+				switch {
+				case errors.As(err, &ee):
+					return a.writeShown(cmd, r, nil, &ee.Tombstone)
+				case errors.Is(err, records.ErrCorrupt):
+					if werr := a.writeShown(cmd, r, err, nil); werr != nil {
+						return fmt.Errorf("record show: %w", werr)
+					}
+					return fmt.Errorf("record show: %w", err)
+				case errors.Is(err, sdk.ErrNotFound) && thread == "":
+					return fmt.Errorf("record show: %w (with --thread, an erased record shows who erased it)", err)
+				case err != nil:
 					return fmt.Errorf("record show: %w", err)
 				}
-				_, err = cmd.OutOrStdout().Write(data)
-				return err
-			}
-			return a.writeShown(cmd, r, nil, nil)
+				if raw {
+					data, err := r.Record.Marshal()
+					if err != nil {
+						return fmt.Errorf("record show: %w", err)
+					}
+					_, err = cmd.OutOrStdout().Write(data)
+					return err
+				}
+				return a.writeShown(cmd, r, nil, nil)
+			})
 		}),
 	}
 	cmd.Flags().StringVar(&thread, "thread", "", "thread of the record (faster; shows erased records)")

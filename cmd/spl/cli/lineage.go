@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -35,26 +36,22 @@ With --json, the nodes as data, each naming its parent.`,
 		Example: `  spl session log th_auth_refactor_abc123`,
 		Args:    cobra.ExactArgs(1),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("session log: %w", err)
-			}
-			l, err := c.Lineage(ctx, args[0])
-			if err != nil {
-				return withOp("session log", err)
-			}
-			for _, clock := range l.Corrupt {
-				fmt.Fprintf(cmd.ErrOrStderr(), "spl: skipped corrupt record at clock %d\n", clock)
-			}
-			if a.json {
-				return writeJSON(cmd.OutOrStdout(), l.Wire())
-			}
-			if len(l.Nodes) == 0 {
-				return fmt.Errorf("session log: no checkpoint on thread %q: %w", args[0], sdk.ErrNotFound)
-			}
-			return writeLineage(cmd.OutOrStdout(), l, time.Now())
+			return a.withClient(cmd, "session log", func(ctx context.Context, c *sdk.Client) error {
+				l, err := c.Lineage(ctx, args[0])
+				if err != nil {
+					return withOp("session log", err)
+				}
+				for _, clock := range l.Corrupt {
+					fmt.Fprintf(cmd.ErrOrStderr(), "spl: skipped corrupt record at clock %d\n", clock)
+				}
+				if a.json {
+					return writeJSON(cmd.OutOrStdout(), l.Wire())
+				}
+				if len(l.Nodes) == 0 {
+					return fmt.Errorf("session log: no checkpoint on thread %q: %w", args[0], sdk.ErrNotFound)
+				}
+				return writeLineage(cmd.OutOrStdout(), l, time.Now())
+			})
 		}),
 	}
 }
@@ -190,29 +187,25 @@ missing); VALUE is read as JSON when it is valid JSON (42, true, null,
 				return fmt.Errorf("session fork: %w", err)
 			}
 			req.Actor = actor
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("session fork: %w", err)
-			}
-			f, ferr := c.Fork(ctx, args[0], req)
-			if ferr != nil && f.Checkpoint.Record.Record == nil {
-				return withOp("session fork", ferr)
-			}
-			if ferr != nil {
-				defer fmt.Fprintf(cmd.ErrOrStderr(), "spl: warning: session fork: %v\n", ferr)
-			}
-			if a.json {
-				j, err := f.Wire()
-				if err != nil {
-					return fmt.Errorf("session fork: %w", err)
+			return a.withClient(cmd, "session fork", func(ctx context.Context, c *sdk.Client) error {
+				f, ferr := c.Fork(ctx, args[0], req)
+				if ferr != nil && f.Checkpoint.Record.Record == nil {
+					return withOp("session fork", ferr)
 				}
-				return writeJSON(cmd.OutOrStdout(), j)
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "forked: %s at %s (clock %d) -> %s\nid:     %s\nclock:  %d\n",
-				printable(args[0]), f.From.ID, f.From.Clock, printable(to), f.Checkpoint.ID, f.Checkpoint.Clock)
-			return err
+				if ferr != nil {
+					defer fmt.Fprintf(cmd.ErrOrStderr(), "spl: warning: session fork: %v\n", ferr)
+				}
+				if a.json {
+					j, err := f.Wire()
+					if err != nil {
+						return fmt.Errorf("session fork: %w", err)
+					}
+					return writeJSON(cmd.OutOrStdout(), j)
+				}
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "forked: %s at %s (clock %d) -> %s\nid:     %s\nclock:  %d\n",
+					printable(args[0]), f.From.ID, f.From.Clock, printable(to), f.Checkpoint.ID, f.Checkpoint.Clock)
+				return err
+			})
 		}),
 	}
 	f := cmd.Flags()
@@ -241,47 +234,46 @@ given, for a fork and its source); without, full ids anywhere in the log
 			if threadB == "" {
 				threadB = thread
 			}
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("session diff: %w", err)
-			}
-			var sides [2]sdk.SavedCheckpoint
-			for i, th := range []string{thread, threadB} {
-				ref := args[i]
-				if th == "" {
-					id, err := records.ParseID(ref)
-					if err != nil {
-						return usagef("session diff: %s is no full id; give --thread to name checkpoints by name or end of id", ref)
+			return a.withClient(cmd, "session diff", func(ctx context.Context, c *sdk.Client) error {
+				var (
+					sides [2]sdk.SavedCheckpoint
+					err   error
+				)
+				for i, th := range []string{thread, threadB} {
+					ref := args[i]
+					if th == "" {
+						id, err := records.ParseID(ref)
+						if err != nil {
+							return usagef("session diff: %s is no full id; give --thread to name checkpoints by name or end of id", ref)
+						}
+						sides[i], err = c.CheckpointByID(ctx, "", id)
+					} else {
+						sides[i], err = c.FindCheckpoint(ctx, th, ref)
 					}
-					sides[i], err = c.CheckpointByID(ctx, "", id)
-				} else {
-					sides[i], err = c.FindCheckpoint(ctx, th, ref)
+					if err != nil {
+						return withOp("session diff", err)
+					}
 				}
+				d, err := sdk.DiffCheckpoints(sides[0], sides[1])
 				if err != nil {
 					return withOp("session diff", err)
 				}
-			}
-			d, err := sdk.DiffCheckpoints(sides[0], sides[1])
-			if err != nil {
-				return withOp("session diff", err)
-			}
-			if a.json {
-				return writeJSON(cmd.OutOrStdout(), d.Wire())
-			}
-			var b strings.Builder
-			for i, sc := range sides {
-				fmt.Fprintf(&b, "%s: %s at %s (clock %d)\n", "ab"[i:i+1], printable(sc.Header.Thread), sc.ID, sc.Clock)
-			}
-			if len(d.Changes) == 0 {
-				b.WriteString("no differences\n")
-			}
-			for _, ch := range d.Changes {
-				b.WriteString(printable(ch.String()) + "\n")
-			}
-			_, err = io.WriteString(cmd.OutOrStdout(), b.String())
-			return err
+				if a.json {
+					return writeJSON(cmd.OutOrStdout(), d.Wire())
+				}
+				var b strings.Builder
+				for i, sc := range sides {
+					fmt.Fprintf(&b, "%s: %s at %s (clock %d)\n", "ab"[i:i+1], printable(sc.Header.Thread), sc.ID, sc.Clock)
+				}
+				if len(d.Changes) == 0 {
+					b.WriteString("no differences\n")
+				}
+				for _, ch := range d.Changes {
+					b.WriteString(printable(ch.String()) + "\n")
+				}
+				_, err = io.WriteString(cmd.OutOrStdout(), b.String())
+				return err
+			})
 		}),
 	}
 	cmd.Flags().StringVar(&thread, "thread", "", "the thread of A (and of B without --thread-b)")
@@ -338,33 +330,29 @@ spl retention set --thread THREAD --keep-last 1 --max-age 7d.`,
 					return fmt.Errorf("session prune: %w", err)
 				}
 			}
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("session prune: %w", err)
-			}
-			res, err := c.Prune(ctx, args[0], o)
-			if err != nil {
-				return withOp("session prune", err)
-			}
-			if a.json {
-				return writeJSON(cmd.OutOrStdout(), res.Wire())
-			}
-			var b strings.Builder
-			verb := "pruned"
-			if dryRun {
-				verb = "would prune"
-			}
-			for _, id := range res.Pruned {
-				fmt.Fprintf(&b, "%s: %s\n", verb, id)
-			}
-			fmt.Fprintf(&b, "kept:  %d\n", res.Kept)
-			for _, r := range res.Erasures {
-				fmt.Fprintf(&b, "id:    %s\nclock: %d\n", r.ID, r.Clock)
-			}
-			_, err = io.WriteString(cmd.OutOrStdout(), b.String())
-			return err
+			return a.withClient(cmd, "session prune", func(ctx context.Context, c *sdk.Client) error {
+				res, err := c.Prune(ctx, args[0], o)
+				if err != nil {
+					return withOp("session prune", err)
+				}
+				if a.json {
+					return writeJSON(cmd.OutOrStdout(), res.Wire())
+				}
+				var b strings.Builder
+				verb := "pruned"
+				if dryRun {
+					verb = "would prune"
+				}
+				for _, id := range res.Pruned {
+					fmt.Fprintf(&b, "%s: %s\n", verb, id)
+				}
+				fmt.Fprintf(&b, "kept:  %d\n", res.Kept)
+				for _, r := range res.Erasures {
+					fmt.Fprintf(&b, "id:    %s\nclock: %d\n", r.ID, r.Clock)
+				}
+				_, err = io.WriteString(cmd.OutOrStdout(), b.String())
+				return err
+			})
 		}),
 	}
 	f := cmd.Flags()

@@ -43,24 +43,20 @@ after writes is expected, and the next command that reads them (thread
 list, session list) catches them up.`,
 		Args: cobra.NoArgs,
 		RunE: run(func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("projections status: %w", err)
-			}
-			ss, err := c.ProjectionStatus(ctx)
-			if err != nil {
-				return fmt.Errorf("projections status: %w", err)
-			}
-			if a.json {
-				out := make([]statusJSON, len(ss))
-				for i, s := range ss {
-					out[i] = newStatusJSON(s)
+			return a.withClient(cmd, "projections status", func(ctx context.Context, c *sdk.Client) error {
+				ss, err := c.ProjectionStatus(ctx)
+				if err != nil {
+					return fmt.Errorf("projections status: %w", err)
 				}
-				return writeJSON(cmd.OutOrStdout(), out)
-			}
-			return writeStatusTable(cmd.OutOrStdout(), ss)
+				if a.json {
+					out := make([]statusJSON, len(ss))
+					for i, s := range ss {
+						out[i] = newStatusJSON(s)
+					}
+					return writeJSON(cmd.OutOrStdout(), out)
+				}
+				return writeStatusTable(cmd.OutOrStdout(), ss)
+			})
 		}),
 	}
 }
@@ -98,49 +94,45 @@ and meanwhile by any process that runs the projection.`,
 				}
 				names = args
 			}
-			octx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(octx)
-			if err != nil {
-				return fmt.Errorf("projections rebuild: %w", err)
-			}
-			// The rebuild itself is bounded by the command's context only
-			// (Ctrl-C): a large log takes minutes.
-			ctx := cmd.Context()
-			var out []rebuiltJSON
-			for _, name := range names {
-				p := newRebuildProgress(cmd.ErrOrStderr(), name, time.Now)
-				err := c.RebuildProjection(ctx, name, p.update)
-				p.finish()
-				switch {
-				case err == nil:
-				case ctx.Err() != nil && p.total == 0:
-					if holder := holderOf(ctx, c, name); holder != "" {
-						return fmt.Errorf("projections rebuild: %s: interrupted while waiting for %s, which runs it, to hand it over: %w", name, holder, err)
+			return a.withClient(cmd, "projections rebuild", func(_ context.Context, c *sdk.Client) error {
+				// The rebuild itself is bounded by the command's context only
+				// (Ctrl-C): a large log takes minutes.
+				ctx := cmd.Context()
+				var out []rebuiltJSON
+				for _, name := range names {
+					p := newRebuildProgress(cmd.ErrOrStderr(), name, time.Now)
+					err := c.RebuildProjection(ctx, name, p.update)
+					p.finish()
+					switch {
+					case err == nil:
+					case ctx.Err() != nil && p.total == 0:
+						if holder := holderOf(ctx, c, name); holder != "" {
+							return fmt.Errorf("projections rebuild: %s: interrupted while waiting for %s, which runs it, to hand it over: %w", name, holder, err)
+						}
+						fallthrough
+					case ctx.Err() != nil:
+						where := "before it began"
+						if p.total > 0 {
+							where = fmt.Sprintf("at clock %d of %d", p.done, p.total)
+						}
+						return fmt.Errorf("projections rebuild: %s: interrupted %s; run spl projections rebuild again to resume it: %w", name, where, err)
+					case errors.Is(err, sdk.ErrProjectionBusy):
+						// Rebuild waits for a handover until ctx ends: this is
+						// for an SDK that gives up by itself.
+						return fmt.Errorf("projections rebuild: %s: %w (another process runs it and did not hand it over; stop that process, or let its lease expire, and run the rebuild again)", name, err)
+					default:
+						return fmt.Errorf("projections rebuild: %s: %w", name, err)
 					}
-					fallthrough
-				case ctx.Err() != nil:
-					where := "before it began"
-					if p.total > 0 {
-						where = fmt.Sprintf("at clock %d of %d", p.done, p.total)
-					}
-					return fmt.Errorf("projections rebuild: %s: interrupted %s; run spl projections rebuild again to resume it: %w", name, where, err)
-				case errors.Is(err, sdk.ErrProjectionBusy):
-					// Rebuild waits for a handover until ctx ends: this is
-					// for an SDK that gives up by itself.
-					return fmt.Errorf("projections rebuild: %s: %w (another process runs it and did not hand it over; stop that process, or let its lease expire, and run the rebuild again)", name, err)
-				default:
-					return fmt.Errorf("projections rebuild: %s: %w", name, err)
+					out = append(out, rebuiltJSON{Name: name, Clock: p.done})
 				}
-				out = append(out, rebuiltJSON{Name: name, Clock: p.done})
-			}
-			if a.json {
-				return writeJSON(cmd.OutOrStdout(), out)
-			}
-			for _, r := range out {
-				fmt.Fprintf(cmd.OutOrStdout(), "rebuilt %s: up to clock %d\n", r.Name, r.Clock)
-			}
-			return nil
+				if a.json {
+					return writeJSON(cmd.OutOrStdout(), out)
+				}
+				for _, r := range out {
+					fmt.Fprintf(cmd.OutOrStdout(), "rebuilt %s: up to clock %d\n", r.Name, r.Clock)
+				}
+				return nil
+			})
 		}),
 	}
 }

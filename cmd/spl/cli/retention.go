@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -73,18 +74,14 @@ next checkpoint saved to a thread, or by "spl retention apply".`,
 			if err != nil {
 				return fmt.Errorf("retention set: %w", err)
 			}
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("retention set: %w", err)
-			}
-			r, err := c.SetRetention(ctx, actor, p)
-			if err != nil {
-				return fmt.Errorf("retention set: %w", err)
-			}
-			th, _ := p.Home() // checked by SetRetention
-			return a.writeReceipt(cmd, r, receiptJSON{Thread: th, Act: records.ActKnow, Kind: records.KindRetention, Actor: actor})
+			return a.withClient(cmd, "retention set", func(ctx context.Context, c *sdk.Client) error {
+				r, err := c.SetRetention(ctx, actor, p)
+				if err != nil {
+					return fmt.Errorf("retention set: %w", err)
+				}
+				th, _ := p.Home() // checked by SetRetention
+				return a.writeReceipt(cmd, r, receiptJSON{Thread: th, Act: records.ActKnow, Kind: records.KindRetention, Actor: actor})
+			})
 		}),
 	}
 	f := cmd.Flags()
@@ -122,30 +119,26 @@ not set does nothing.`,
 			if err != nil {
 				return fmt.Errorf("retention clear: %w", err)
 			}
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("retention clear: %w", err)
-			}
-			p := sdk.RetentionPolicy{Thread: thread, All: all}
-			res, err := c.ClearRetention(ctx, actor, p)
-			if err != nil {
-				return fmt.Errorf("retention clear: %w", err)
-			}
-			th, _ := p.Home() // checked by ClearRetention
-			which := fmt.Sprintf("of thread %q", thread)
-			if all {
-				which = "of all threads"
-			}
-			if a.json {
-				return writeJSON(cmd.OutOrStdout(), newEraseJSON(th, res))
-			}
-			if len(res.Erasures) == 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "no retention policy %s: nothing to clear\n", which)
-				return nil
-			}
-			return writeErase(cmd.OutOrStdout(), res)
+			return a.withClient(cmd, "retention clear", func(ctx context.Context, c *sdk.Client) error {
+				p := sdk.RetentionPolicy{Thread: thread, All: all}
+				res, err := c.ClearRetention(ctx, actor, p)
+				if err != nil {
+					return fmt.Errorf("retention clear: %w", err)
+				}
+				th, _ := p.Home() // checked by ClearRetention
+				which := fmt.Sprintf("of thread %q", thread)
+				if all {
+					which = "of all threads"
+				}
+				if a.json {
+					return writeJSON(cmd.OutOrStdout(), newEraseJSON(th, res))
+				}
+				if len(res.Erasures) == 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "no retention policy %s: nothing to clear\n", which)
+					return nil
+				}
+				return writeErase(cmd.OutOrStdout(), res)
+			})
 		}),
 	}
 	f := cmd.Flags()
@@ -211,28 +204,24 @@ then each thread's own. No policy prints nothing on stdout ([] with --json)
 and a note on stderr.`,
 		Args: cobra.NoArgs,
 		RunE: run(func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("retention show: %w", err)
-			}
-			ps, err := c.Retention(ctx)
-			if err != nil {
-				return fmt.Errorf("retention show: %w", err)
-			}
-			if a.json {
-				out := make([]policyJSON, 0, len(ps))
-				for _, p := range ps {
-					out = append(out, newPolicyJSON(p))
+			return a.withClient(cmd, "retention show", func(ctx context.Context, c *sdk.Client) error {
+				ps, err := c.Retention(ctx)
+				if err != nil {
+					return fmt.Errorf("retention show: %w", err)
 				}
-				return writeJSON(cmd.OutOrStdout(), out)
-			}
-			if len(ps) == 0 {
-				fmt.Fprintln(cmd.ErrOrStderr(), "no retention policy: every checkpoint is kept")
-				return nil
-			}
-			return writePolicies(cmd.OutOrStdout(), ps)
+				if a.json {
+					out := make([]policyJSON, 0, len(ps))
+					for _, p := range ps {
+						out = append(out, newPolicyJSON(p))
+					}
+					return writeJSON(cmd.OutOrStdout(), out)
+				}
+				if len(ps) == 0 {
+					fmt.Fprintln(cmd.ErrOrStderr(), "no retention policy: every checkpoint is kept")
+					return nil
+				}
+				return writePolicies(cmd.OutOrStdout(), ps)
+			})
 		}),
 	}
 }
@@ -278,20 +267,16 @@ policy keeps.`,
 			if err != nil {
 				return fmt.Errorf("retention apply: %w", err)
 			}
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("retention apply: %w", err)
-			}
-			res, err := c.ApplyRetention(ctx, actor)
-			if werr := a.writeApplied(cmd, res); werr != nil && err == nil {
-				err = werr
-			}
-			if err != nil {
-				return fmt.Errorf("retention apply: %w", err)
-			}
-			return nil
+			return a.withClient(cmd, "retention apply", func(ctx context.Context, c *sdk.Client) error {
+				res, err := c.ApplyRetention(ctx, actor)
+				if werr := a.writeApplied(cmd, res); werr != nil && err == nil {
+					err = werr
+				}
+				if err != nil {
+					return fmt.Errorf("retention apply: %w", err)
+				}
+				return nil
+			})
 		}),
 	}
 	cmd.Flags().StringVar(&actor, "actor", "", "actor DID of the erasure records (default $SPL_ACTOR)")
@@ -354,25 +339,21 @@ does nothing and says so. A pin does not stop "spl erase".`,
 			if err != nil {
 				return fmt.Errorf("session pin: %w", err)
 			}
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("session pin: %w", err)
-			}
-			p, err := c.Pin(ctx, thread, actor, id, reason)
-			if err != nil {
-				return fmt.Errorf("session pin: %w", err)
-			}
-			if a.json {
-				return writeJSON(cmd.OutOrStdout(), p.Wire(id))
-			}
-			if p.Already {
-				_, err = fmt.Fprintf(cmd.OutOrStdout(), "already pinned: %s (pin %s, clock %d), nothing to do\n", id, p.ID, p.Clock)
+			return a.withClient(cmd, "session pin", func(ctx context.Context, c *sdk.Client) error {
+				p, err := c.Pin(ctx, thread, actor, id, reason)
+				if err != nil {
+					return fmt.Errorf("session pin: %w", err)
+				}
+				if a.json {
+					return writeJSON(cmd.OutOrStdout(), p.Wire(id))
+				}
+				if p.Already {
+					_, err = fmt.Fprintf(cmd.OutOrStdout(), "already pinned: %s (pin %s, clock %d), nothing to do\n", id, p.ID, p.Clock)
+					return err
+				}
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "pinned: %s\nid:    %s\nclock: %d\n", id, p.ID, p.Clock)
 				return err
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "pinned: %s\nid:    %s\nclock: %d\n", id, p.ID, p.Clock)
-			return err
+			})
 		}),
 	}
 	f := cmd.Flags()

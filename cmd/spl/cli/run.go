@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -33,34 +34,30 @@ the phase and time of the newest checkpoint. With --json, every field.`,
   spl run list --thread th_support --status running`,
 		Args: cobra.NoArgs,
 		RunE: run(func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("run list: %w", err)
-			}
-			runs, err := c.Runs(ctx, sdk.RunFilter{Thread: thread, Status: sdk.RunStatus(status)})
-			if err != nil {
-				return fmt.Errorf("run list: %w", err)
-			}
-			if a.json {
-				out := make([]wire.Run, len(runs))
-				for i, r := range runs {
-					out[i] = r.Wire()
+			return a.withClient(cmd, "run list", func(ctx context.Context, c *sdk.Client) error {
+				runs, err := c.Runs(ctx, sdk.RunFilter{Thread: thread, Status: sdk.RunStatus(status)})
+				if err != nil {
+					return fmt.Errorf("run list: %w", err)
 				}
-				return writeJSON(cmd.OutOrStdout(), out)
-			}
-			if len(runs) == 0 {
-				fmt.Fprintln(cmd.ErrOrStderr(), "no runs")
-				return nil
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "UPDATED\tTHREAD\tRUN\tSTATUS\tPHASE")
-			for _, r := range runs {
-				w := r.Wire()
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", orDash(w.Updated), printable(r.Thread), r.RunID, r.Status, orDash(r.Phase))
-			}
-			return tw.Flush()
+				if a.json {
+					out := make([]wire.Run, len(runs))
+					for i, r := range runs {
+						out[i] = r.Wire()
+					}
+					return writeJSON(cmd.OutOrStdout(), out)
+				}
+				if len(runs) == 0 {
+					fmt.Fprintln(cmd.ErrOrStderr(), "no runs")
+					return nil
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "UPDATED\tTHREAD\tRUN\tSTATUS\tPHASE")
+				for _, r := range runs {
+					w := r.Wire()
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", orDash(w.Updated), printable(r.Thread), r.RunID, r.Status, orDash(r.Phase))
+				}
+				return tw.Flush()
+			})
 		}),
 	}
 	f := cmd.Flags()
@@ -82,31 +79,27 @@ run id must be on one thread only.`,
   spl run show run_42 --thread th_support --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("run show: %w", err)
-			}
-			d, err := c.RunDetail(ctx, thread, args[0])
-			if err != nil && d.RunID == "" {
-				return fmt.Errorf("run show: %w", err)
-			}
-			w, werr := d.Wire()
-			if werr != nil {
-				return fmt.Errorf("run show: %w", werr)
-			}
-			if a.json {
-				if jerr := writeJSON(cmd.OutOrStdout(), w); jerr != nil {
-					return jerr
+			return a.withClient(cmd, "run show", func(ctx context.Context, c *sdk.Client) error {
+				d, err := c.RunDetail(ctx, thread, args[0])
+				if err != nil && d.RunID == "" {
+					return fmt.Errorf("run show: %w", err)
 				}
-			} else if perr := writeRunDetail(cmd.OutOrStdout(), w); perr != nil {
-				return perr
-			}
-			if err != nil {
-				return fmt.Errorf("run show: %w", err)
-			}
-			return nil
+				w, werr := d.Wire()
+				if werr != nil {
+					return fmt.Errorf("run show: %w", werr)
+				}
+				if a.json {
+					if jerr := writeJSON(cmd.OutOrStdout(), w); jerr != nil {
+						return jerr
+					}
+				} else if perr := writeRunDetail(cmd.OutOrStdout(), w); perr != nil {
+					return perr
+				}
+				if err != nil {
+					return fmt.Errorf("run show: %w", err)
+				}
+				return nil
+			})
 		}),
 	}
 	cmd.Flags().StringVar(&thread, "thread", "", "the thread of the run")

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -60,23 +61,19 @@ func newSessionSaveCommand(a *app) *cobra.Command {
 				return fmt.Errorf("session save: %w", err)
 			}
 
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("session save: %w", err)
-			}
-			r, err := c.SaveCheckpoint(ctx, thread, actor, cp)
-			var re *sdk.RetentionError
-			if errors.As(err, &re) {
-				// The checkpoint is saved: say so, and warn that its
-				// thread's retention did not run (the next save retries).
-				defer fmt.Fprintf(cmd.ErrOrStderr(), "spl: warning: session save: %v\n", re)
-			} else if err != nil {
-				return fmt.Errorf("session save: %w", err)
-			}
-			return a.writeReceipt(cmd, r, receiptJSON{
-				Thread: thread, Act: records.ActLearn, Kind: records.KindCheckpoint, Actor: actor,
+			return a.withClient(cmd, "session save", func(ctx context.Context, c *sdk.Client) error {
+				r, err := c.SaveCheckpoint(ctx, thread, actor, cp)
+				var re *sdk.RetentionError
+				if errors.As(err, &re) {
+					// The checkpoint is saved: say so, and warn that its
+					// thread's retention did not run (the next save retries).
+					defer fmt.Fprintf(cmd.ErrOrStderr(), "spl: warning: session save: %v\n", re)
+				} else if err != nil {
+					return fmt.Errorf("session save: %w", err)
+				}
+				return a.writeReceipt(cmd, r, receiptJSON{
+					Thread: thread, Act: records.ActLearn, Kind: records.KindCheckpoint, Actor: actor,
+				})
 			})
 		}),
 	}
@@ -126,28 +123,24 @@ itself when no spl serve runs it).`,
 					return usagef("session list: --%s lists across threads, not with --thread", name)
 				}
 			}
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("session list: %w", err)
-			}
-			cps, err := c.ListCheckpoints(ctx, thread, limit)
-			if err != nil && !errors.Is(err, sdk.ErrNotFound) {
-				return fmt.Errorf("session list: %w", err)
-			}
-			if a.json {
-				out, err := listingOf(cps)
-				if err != nil {
+			return a.withClient(cmd, "session list", func(ctx context.Context, c *sdk.Client) error {
+				cps, err := c.ListCheckpoints(ctx, thread, limit)
+				if err != nil && !errors.Is(err, sdk.ErrNotFound) {
 					return fmt.Errorf("session list: %w", err)
 				}
-				return writeJSON(cmd.OutOrStdout(), out)
-			}
-			if len(cps) == 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "no checkpoints on thread %q\n", thread)
-				return nil
-			}
-			return writeCheckpointTable(cmd.OutOrStdout(), cps, time.Now())
+				if a.json {
+					out, err := listingOf(cps)
+					if err != nil {
+						return fmt.Errorf("session list: %w", err)
+					}
+					return writeJSON(cmd.OutOrStdout(), out)
+				}
+				if len(cps) == 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "no checkpoints on thread %q\n", thread)
+					return nil
+				}
+				return writeCheckpointTable(cmd.OutOrStdout(), cps, time.Now())
+			})
 		}),
 	}
 	f := cmd.Flags()
@@ -164,30 +157,26 @@ func (a *app) listLatest(cmd *cobra.Command, limit, offset int, actor string) er
 	if offset < 0 {
 		return usagef("session list: --offset must be 0 or more, got %d", offset)
 	}
-	ctx, cancel := a.storageContext(cmd)
-	defer cancel()
-	c, err := a.open(ctx)
-	if err != nil {
-		return fmt.Errorf("session list: %w", err)
-	}
-	cps, err := c.LatestCheckpoints(ctx, sdk.CheckpointPage{
-		Actor: actor, Offset: offset, Limit: limit, Freshness: sdk.Freshness{Fresh: true},
-	})
-	if err != nil {
-		return fmt.Errorf("session list: %w", err)
-	}
-	if a.json {
-		out := make([]latestJSON, len(cps))
-		for i, cp := range cps {
-			out[i] = newLatestJSON(cp)
+	return a.withClient(cmd, "session list", func(ctx context.Context, c *sdk.Client) error {
+		cps, err := c.LatestCheckpoints(ctx, sdk.CheckpointPage{
+			Actor: actor, Offset: offset, Limit: limit, Freshness: sdk.Freshness{Fresh: true},
+		})
+		if err != nil {
+			return fmt.Errorf("session list: %w", err)
 		}
-		return writeJSON(cmd.OutOrStdout(), out)
-	}
-	if len(cps) == 0 {
-		fmt.Fprintln(cmd.ErrOrStderr(), "no checkpoints")
-		return nil
-	}
-	return writeLatestTable(cmd.OutOrStdout(), cps)
+		if a.json {
+			out := make([]latestJSON, len(cps))
+			for i, cp := range cps {
+				out[i] = newLatestJSON(cp)
+			}
+			return writeJSON(cmd.OutOrStdout(), out)
+		}
+		if len(cps) == 0 {
+			fmt.Fprintln(cmd.ErrOrStderr(), "no checkpoints")
+			return nil
+		}
+		return writeLatestTable(cmd.OutOrStdout(), cps)
+	})
 }
 
 func newSessionShowCommand(a *app) *cobra.Command {
@@ -205,30 +194,26 @@ checkpoint exits 2 and says who erased it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
 			thread := args[0]
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("session show: %w", err)
-			}
-			cp, err := findShown(cmd, c, thread, id, name)
-			if err != nil {
-				return withOp("session show", err)
-			}
-			for _, clock := range cp.Skipped {
-				fmt.Fprintf(cmd.ErrOrStderr(), "spl: skipped corrupt checkpoint at clock %d\n", clock)
-			}
-			if a.json {
-				j, err := newCheckpointJSON(cp)
+			return a.withClient(cmd, "session show", func(ctx context.Context, c *sdk.Client) error {
+				cp, err := findShown(cmd, c, thread, id, name)
 				if err != nil {
+					return withOp("session show", err)
+				}
+				for _, clock := range cp.Skipped {
+					fmt.Fprintf(cmd.ErrOrStderr(), "spl: skipped corrupt checkpoint at clock %d\n", clock)
+				}
+				if a.json {
+					j, err := newCheckpointJSON(cp)
+					if err != nil {
+						return fmt.Errorf("session show: %w", err)
+					}
+					return writeJSON(cmd.OutOrStdout(), j)
+				}
+				if err := writeCheckpoint(cmd.OutOrStdout(), cp); err != nil {
 					return fmt.Errorf("session show: %w", err)
 				}
-				return writeJSON(cmd.OutOrStdout(), j)
-			}
-			if err := writeCheckpoint(cmd.OutOrStdout(), cp); err != nil {
-				return fmt.Errorf("session show: %w", err)
-			}
-			return nil
+				return nil
+			})
 		}),
 	}
 	cmd.Flags().StringVar(&id, "id", "", "the checkpoint with this id (or id end, at least 8 characters)")

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -83,69 +84,61 @@ func (a *app) listSessions(cmd *cobra.Command, f sdk.SessionFilter) error {
 	if f.Offset < 0 || f.Limit < 0 {
 		return usagef("session list: --offset and --limit must be 0 or more")
 	}
-	ctx, cancel := a.storageContext(cmd)
-	defer cancel()
-	c, err := a.open(ctx)
-	if err != nil {
-		return fmt.Errorf("session list: %w", err)
-	}
-	ss, err := c.Sessions(ctx, f)
-	if err != nil {
-		return fmt.Errorf("session list: %w", err)
-	}
-	if a.json {
-		out := wire.Sessions{Sessions: make([]wire.Session, len(ss)), Total: len(ss)}
-		for i, s := range ss {
-			out.Sessions[i] = s.Wire()
+	return a.withClient(cmd, "session list", func(ctx context.Context, c *sdk.Client) error {
+		ss, err := c.Sessions(ctx, f)
+		if err != nil {
+			return fmt.Errorf("session list: %w", err)
 		}
-		return writeJSON(cmd.OutOrStdout(), out)
-	}
-	if len(ss) == 0 {
-		fmt.Fprintln(cmd.ErrOrStderr(), "no sessions")
-		return nil
-	}
-	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tSTATUS\tUPDATED\tFAILED AT\tERROR")
-	for _, s := range ss {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", printable(s.Thread), s.Status, tableTime(s.Updated.UnixMilli()), orDash(printable(s.FailedAt)), orDash(printable(s.Error)))
-	}
-	return tw.Flush()
+		if a.json {
+			out := wire.Sessions{Sessions: make([]wire.Session, len(ss)), Total: len(ss)}
+			for i, s := range ss {
+				out.Sessions[i] = s.Wire()
+			}
+			return writeJSON(cmd.OutOrStdout(), out)
+		}
+		if len(ss) == 0 {
+			fmt.Fprintln(cmd.ErrOrStderr(), "no sessions")
+			return nil
+		}
+		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SESSION\tSTATUS\tUPDATED\tFAILED AT\tERROR")
+		for _, s := range ss {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", printable(s.Thread), s.Status, tableTime(s.Updated.UnixMilli()), orDash(printable(s.FailedAt)), orDash(printable(s.Error)))
+		}
+		return tw.Flush()
+	})
 }
 
 func (a *app) listTyped(cmd *cobra.Command, thread string, q sdk.CheckpointQuery) error {
-	ctx, cancel := a.storageContext(cmd)
-	defer cancel()
-	c, err := a.open(ctx)
-	if err != nil {
-		return fmt.Errorf("session list: %w", err)
-	}
-	cps, err := c.SessionCheckpoints(ctx, thread, q)
-	if err != nil {
-		return fmt.Errorf("session list: %w", err)
-	}
-	if a.json {
-		out := make([]wire.SessionCheckpoint, 0, len(cps))
-		for _, cp := range cps {
-			j, err := cp.Wire()
-			if err != nil {
-				return fmt.Errorf("session list: %w", err)
-			}
-			out = append(out, j)
+	return a.withClient(cmd, "session list", func(ctx context.Context, c *sdk.Client) error {
+		cps, err := c.SessionCheckpoints(ctx, thread, q)
+		if err != nil {
+			return fmt.Errorf("session list: %w", err)
 		}
-		return writeJSON(cmd.OutOrStdout(), out)
-	}
-	if len(cps) == 0 {
-		fmt.Fprintf(cmd.ErrOrStderr(), "no matching checkpoints on thread %q\n", thread)
-		return nil
-	}
-	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLOCK\tTIME\tID\tTYPE\tNODE\tCLEAN\tRESUMABLE\tDESCRIPTION")
-	for _, cp := range cps {
-		s := cp.State
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%t\t%t\t%s\n", cp.Clock, tableTime(cp.Header.TS), cp.ID, orDash(s.Type),
-			orDash(printable(s.CurrentNode)), s.Clean(), s.Resumable(), orDash(printable(s.Description)))
-	}
-	return tw.Flush()
+		if a.json {
+			out := make([]wire.SessionCheckpoint, 0, len(cps))
+			for _, cp := range cps {
+				j, err := cp.Wire()
+				if err != nil {
+					return fmt.Errorf("session list: %w", err)
+				}
+				out = append(out, j)
+			}
+			return writeJSON(cmd.OutOrStdout(), out)
+		}
+		if len(cps) == 0 {
+			fmt.Fprintf(cmd.ErrOrStderr(), "no matching checkpoints on thread %q\n", thread)
+			return nil
+		}
+		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "CLOCK\tTIME\tID\tTYPE\tNODE\tCLEAN\tRESUMABLE\tDESCRIPTION")
+		for _, cp := range cps {
+			s := cp.State
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%t\t%t\t%s\n", cp.Clock, tableTime(cp.Header.TS), cp.ID, orDash(s.Type),
+				orDash(printable(s.CurrentNode)), s.Clean(), s.Resumable(), orDash(printable(s.Description)))
+		}
+		return tw.Flush()
+	})
 }
 
 // withExecState makes "session show THREAD --json" print the execution
@@ -162,28 +155,24 @@ func withExecState(a *app, show *cobra.Command) {
 		if !a.json || len(args) != 1 {
 			return inner(cmd, args)
 		}
-		ctx, cancel := a.storageContext(cmd)
-		defer cancel()
-		c, err := a.open(ctx)
-		if err != nil {
-			return fmt.Errorf("session show: %w", err)
-		}
-		cp, err := c.LatestCheckpoint(ctx, args[0])
-		if err != nil {
-			return fmt.Errorf("session show: %w", err)
-		}
-		for _, clock := range cp.Skipped {
-			fmt.Fprintf(cmd.ErrOrStderr(), "spl: skipped corrupt checkpoint at clock %d\n", clock)
-		}
-		st, err := records.ExecStateOf(cp.Checkpoint)
-		if err != nil {
-			return fmt.Errorf("session show: %w", err)
-		}
-		j, err := sdk.SessionCheckpoint{SavedCheckpoint: cp, State: st}.Wire()
-		if err != nil {
-			return fmt.Errorf("session show: %w", err)
-		}
-		return writeJSON(cmd.OutOrStdout(), j)
+		return a.withClient(cmd, "session show", func(ctx context.Context, c *sdk.Client) error {
+			cp, err := c.LatestCheckpoint(ctx, args[0])
+			if err != nil {
+				return fmt.Errorf("session show: %w", err)
+			}
+			for _, clock := range cp.Skipped {
+				fmt.Fprintf(cmd.ErrOrStderr(), "spl: skipped corrupt checkpoint at clock %d\n", clock)
+			}
+			st, err := records.ExecStateOf(cp.Checkpoint)
+			if err != nil {
+				return fmt.Errorf("session show: %w", err)
+			}
+			j, err := sdk.SessionCheckpoint{SavedCheckpoint: cp, State: st}.Wire()
+			if err != nil {
+				return fmt.Errorf("session show: %w", err)
+			}
+			return writeJSON(cmd.OutOrStdout(), j)
+		})
 	})
 }
 
@@ -215,30 +204,26 @@ transcriptReplayDepth, createdAt), then a session_paused event
 			if o.Depth < 1 && cmd.Flags().Changed("depth") {
 				return usagef("session pause: --depth must be at least 1, got %d", o.Depth)
 			}
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("session pause: %w", err)
-			}
-			p, err := c.PauseSession(ctx, args[0], actor, o)
-			if err != nil {
-				return fmt.Errorf("session pause: %w", err)
-			}
-			j, err := p.Wire()
-			if err != nil {
-				return fmt.Errorf("session pause: %w", err)
-			}
-			if a.json {
-				return writeJSON(cmd.OutOrStdout(), j)
-			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "checkpoint: %s\nclock:      %d\nrounds:     %d\nbudget:     %g\nelapsed:    %v\n", j.Checkpoint, j.Clock,
-				j.RoundsCompleted, j.ConstraintState.BudgetSpent, time.Duration(j.ConstraintState.TimeElapsedMs)*time.Millisecond)
-			for _, ag := range j.ActiveAgents {
-				fmt.Fprintf(w, "agent:      %s (depth %d, %d events)\n", printable(ag.AgentID), ag.Depth, len(ag.ConversationTail))
-			}
-			return nil
+			return a.withClient(cmd, "session pause", func(ctx context.Context, c *sdk.Client) error {
+				p, err := c.PauseSession(ctx, args[0], actor, o)
+				if err != nil {
+					return fmt.Errorf("session pause: %w", err)
+				}
+				j, err := p.Wire()
+				if err != nil {
+					return fmt.Errorf("session pause: %w", err)
+				}
+				if a.json {
+					return writeJSON(cmd.OutOrStdout(), j)
+				}
+				w := cmd.OutOrStdout()
+				fmt.Fprintf(w, "checkpoint: %s\nclock:      %d\nrounds:     %d\nbudget:     %g\nelapsed:    %v\n", j.Checkpoint, j.Clock,
+					j.RoundsCompleted, j.ConstraintState.BudgetSpent, time.Duration(j.ConstraintState.TimeElapsedMs)*time.Millisecond)
+				for _, ag := range j.ActiveAgents {
+					fmt.Fprintf(w, "agent:      %s (depth %d, %d events)\n", printable(ag.AgentID), ag.Depth, len(ag.ConversationTail))
+				}
+				return nil
+			})
 		}),
 	}
 	f := cmd.Flags()
@@ -292,24 +277,20 @@ checkpoint to resume from, a checkpoint whose can_resume_from is false.`,
 				}
 				o.Set[k] = setValue(v)
 			}
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("session resume: %w", err)
-			}
-			rc, err := c.ResumeSession(ctx, args[0], actor, o)
-			if err != nil {
-				return fmt.Errorf("session resume: %w", err)
-			}
-			j, err := rc.Wire()
-			if err != nil {
-				return fmt.Errorf("session resume: %w", err)
-			}
-			if a.json {
-				return writeJSON(cmd.OutOrStdout(), j)
-			}
-			return writeResume(cmd.OutOrStdout(), j)
+			return a.withClient(cmd, "session resume", func(ctx context.Context, c *sdk.Client) error {
+				rc, err := c.ResumeSession(ctx, args[0], actor, o)
+				if err != nil {
+					return fmt.Errorf("session resume: %w", err)
+				}
+				j, err := rc.Wire()
+				if err != nil {
+					return fmt.Errorf("session resume: %w", err)
+				}
+				if a.json {
+					return writeJSON(cmd.OutOrStdout(), j)
+				}
+				return writeResume(cmd.OutOrStdout(), j)
+			})
 		}),
 	}
 	f := cmd.Flags()
@@ -363,17 +344,13 @@ its newest such event (paused and resumed come from pause and resume).`,
 			if err != nil {
 				return fmt.Errorf("session mark: %w", err)
 			}
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("session mark: %w", err)
-			}
-			r, err := c.MarkSession(ctx, args[0], actor, kind, records.SessionEvent{Error: errText, Node: node, Reason: reason})
-			if err != nil {
-				return fmt.Errorf("session mark: %w", err)
-			}
-			return a.writeReceipt(cmd, r, receiptJSON{Thread: args[0], Act: records.ActDo, Kind: kind, Actor: actor})
+			return a.withClient(cmd, "session mark", func(ctx context.Context, c *sdk.Client) error {
+				r, err := c.MarkSession(ctx, args[0], actor, kind, records.SessionEvent{Error: errText, Node: node, Reason: reason})
+				if err != nil {
+					return fmt.Errorf("session mark: %w", err)
+				}
+				return a.writeReceipt(cmd, r, receiptJSON{Thread: args[0], Act: records.ActDo, Kind: kind, Actor: actor})
+			})
 		}),
 	}
 	f := cmd.Flags()
@@ -408,21 +385,17 @@ with a dot, a whole path; a pattern is a path.Match glob. No --key and no
 			if err != nil {
 				return fmt.Errorf("session redact: %w", err)
 			}
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("session redact: %w", err)
-			}
-			r, err := c.SetRedaction(ctx, actor, p)
-			if err != nil {
-				return fmt.Errorf("session redact: %w", err)
-			}
-			thread := p.Thread
-			if p.All {
-				thread = sdk.RedactionThread
-			}
-			return a.writeReceipt(cmd, r, receiptJSON{Thread: thread, Act: records.ActKnow, Kind: records.KindRedaction, Actor: actor})
+			return a.withClient(cmd, "session redact", func(ctx context.Context, c *sdk.Client) error {
+				r, err := c.SetRedaction(ctx, actor, p)
+				if err != nil {
+					return fmt.Errorf("session redact: %w", err)
+				}
+				thread := p.Thread
+				if p.All {
+					thread = sdk.RedactionThread
+				}
+				return a.writeReceipt(cmd, r, receiptJSON{Thread: thread, Act: records.ActKnow, Kind: records.KindRedaction, Actor: actor})
+			})
 		}),
 	}
 	f := cmd.Flags()

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -70,31 +71,27 @@ log (catching it up itself when no spl serve runs it).`,
 				}
 				cutoff = time.Now().Add(-d)
 			}
-			ctx, cancel := a.storageContext(cmd)
-			defer cancel()
-			c, err := a.open(ctx)
-			if err != nil {
-				return fmt.Errorf("thread list: %w", err)
-			}
-			ts, err := c.Threads(ctx, sdk.ThreadFilter{
-				Actor: actor, Kind: kind, Since: cutoff, Limit: limit,
-				Freshness: sdk.Freshness{Fresh: true},
-			})
-			if err != nil {
-				return fmt.Errorf("thread list: %w", err)
-			}
-			if a.json {
-				out := make([]wire.Thread, len(ts))
-				for i, t := range ts {
-					out[i] = t.Wire()
+			return a.withClient(cmd, "thread list", func(ctx context.Context, c *sdk.Client) error {
+				ts, err := c.Threads(ctx, sdk.ThreadFilter{
+					Actor: actor, Kind: kind, Since: cutoff, Limit: limit,
+					Freshness: sdk.Freshness{Fresh: true},
+				})
+				if err != nil {
+					return fmt.Errorf("thread list: %w", err)
 				}
-				return writeJSON(cmd.OutOrStdout(), out)
-			}
-			if len(ts) == 0 {
-				fmt.Fprintln(cmd.ErrOrStderr(), "no threads")
-				return nil
-			}
-			return writeThreadTable(cmd.OutOrStdout(), ts)
+				if a.json {
+					out := make([]wire.Thread, len(ts))
+					for i, t := range ts {
+						out[i] = t.Wire()
+					}
+					return writeJSON(cmd.OutOrStdout(), out)
+				}
+				if len(ts) == 0 {
+					fmt.Fprintln(cmd.ErrOrStderr(), "no threads")
+					return nil
+				}
+				return writeThreadTable(cmd.OutOrStdout(), ts)
+			})
 		}),
 	}
 	f := cmd.Flags()
@@ -136,6 +133,8 @@ object a line (JSON Lines) instead of an array.`,
 			if limit < 0 {
 				return usagef("thread tail: -n must be 0 (all) or more, got %d", limit)
 			}
+			// Not withClient: --follow ends the --timeout context itself,
+			// before it follows.
 			ctx, cancel := a.storageContext(cmd)
 			defer cancel()
 			c, err := a.open(ctx)
