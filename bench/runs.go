@@ -64,6 +64,49 @@ func pct(ds []time.Duration, q float64) time.Duration {
 	return ds[int(float64(len(ds)-1)*q)]
 }
 
+// concurrently runs runsWriters writers at once for runsPhase and returns
+// the steps a second they took together, timed from when the last writer
+// was started to when the last one stopped. open(w) readies writer w and
+// returns its step, called with i = 0, 1, … until the phase is over or a
+// step fails, and what releases the writer's resources afterwards (or
+// nil). The first error of a writer is returned once all have stopped.
+func concurrently(open func(w int) (step func(i int) error, release func(), err error)) (float64, error) {
+	var steps atomic.Int64
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(runsPhase)
+	errs := make(chan error, runsWriters)
+	for w := range runsWriters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			step, release, err := open(w)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if release != nil {
+				defer release()
+			}
+			for i := 0; time.Now().Before(deadline); i++ {
+				if err := step(i); err != nil {
+					errs <- err
+					return
+				}
+				steps.Add(1)
+			}
+		}()
+	}
+	t0 := time.Now()
+	wg.Wait()
+	perSec := float64(steps.Load()) / time.Since(t0).Seconds()
+	select {
+	case err := <-errs:
+		return perSec, err
+	default:
+		return perSec, nil
+	}
+}
+
 func benchRunsSPL(ctx context.Context, dir string) (f runsFigures, err error) {
 	c, err := sdk.Open(ctx, sdk.WithDir(dir), sdk.WithActor("did:sync:bench:runs"))
 	if err != nil {
@@ -124,65 +167,35 @@ func benchRunsSPL(ctx context.Context, dir string) (f runsFigures, err error) {
 	}
 	f.coalesced = rep.Coalesced
 	// 64 concurrent runs, each a loop of durable effects.
-	var steps atomic.Int64
-	var wg sync.WaitGroup
-	deadline := time.Now().Add(runsPhase)
-	errs := make(chan error, runsWriters)
-	for w := range runsWriters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r, err := c.OpenRun(ctx, "bench", fmt.Sprintf("w%d", w))
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer r.Close()
-			for i := 0; time.Now().Before(deadline); i++ {
-				if _, err := r.Effect(ctx, fmt.Sprintf("c%d", i), "tool", i, fn); err != nil {
-					errs <- err
-					return
-				}
-				steps.Add(1)
-			}
-		}()
-	}
-	t0 := time.Now()
-	wg.Wait()
-	f.steps64 = float64(steps.Load()) / time.Since(t0).Seconds()
-	select {
-	case err := <-errs:
+	f.steps64, err = concurrently(func(w int) (func(int) error, func(), error) {
+		r, err := c.OpenRun(ctx, "bench", fmt.Sprintf("w%d", w))
+		if err != nil {
+			return nil, nil, err
+		}
+		step := func(i int) error {
+			_, err := r.Effect(ctx, fmt.Sprintf("c%d", i), "tool", i, fn)
+			return err
+		}
+		return step, func() { r.Close() }, nil
+	})
+	if err != nil {
 		return f, err
-	default:
 	}
 	// For reference, 64 plain writers, each awaiting an Emit of a record
 	// shaped as an effect record (the same fields and sizes, a thread
 	// name and a kind as long) on a thread of its own: the floor a step
 	// is held to, in the same process and conditions.
-	var emits atomic.Int64
-	deadline = time.Now().Add(runsPhase)
-	for w := range runsWriters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			thread := fmt.Sprintf("bench/emt/w%d/effects", w)
-			for i := 0; time.Now().Before(deadline); i++ {
-				ev := sdk.Event{Act: records.ActDo, Kind: "bench.run.effect", Thread: thread, Body: effectShaped(w, i)}
-				if _, err := c.Emit(ctx, ev); err != nil {
-					errs <- err
-					return
-				}
-				emits.Add(1)
-			}
-		}()
-	}
-	t0 = time.Now()
-	wg.Wait()
-	f.emit64 = float64(emits.Load()) / time.Since(t0).Seconds()
-	select {
-	case err := <-errs:
+	f.emit64, err = concurrently(func(w int) (func(int) error, func(), error) {
+		thread := fmt.Sprintf("bench/emt/w%d/effects", w)
+		step := func(i int) error {
+			ev := sdk.Event{Act: records.ActDo, Kind: "bench.run.effect", Thread: thread, Body: effectShaped(w, i)}
+			_, err := c.Emit(ctx, ev)
+			return err
+		}
+		return step, nil, nil
+	})
+	if err != nil {
 		return f, err
-	default:
 	}
 	// Resume of a run with 1,000 effects.
 	r, err = c.OpenRun(ctx, "bench", "resume")
@@ -248,36 +261,19 @@ func benchRunsPG(ctx context.Context, pg *PGServer) (f runsFigures, err error) {
 		}
 	}
 	f.saveP50, f.effectP50 = p50(ds), p50(ds)
-	var steps atomic.Int64
-	var wg sync.WaitGroup
-	deadline := time.Now().Add(runsPhase)
-	errs := make(chan error, runsWriters)
-	for w := range runsWriters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := pgx.Connect(ctx, dsn)
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer c.Close(ctx)
-			for i := 0; time.Now().Before(deadline); i++ {
-				if _, err := c.Exec(ctx, ins, fmt.Sprintf("w%d", w), i, "tool", stepOutput); err != nil {
-					errs <- err
-					return
-				}
-				steps.Add(1)
-			}
-		}()
-	}
-	t0 := time.Now()
-	wg.Wait()
-	f.steps64 = float64(steps.Load()) / time.Since(t0).Seconds()
-	select {
-	case err := <-errs:
+	f.steps64, err = concurrently(func(w int) (func(int) error, func(), error) {
+		c, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return nil, nil, err
+		}
+		step := func(i int) error {
+			_, err := c.Exec(ctx, ins, fmt.Sprintf("w%d", w), i, "tool", stepOutput)
+			return err
+		}
+		return step, func() { c.Close(ctx) }, nil
+	})
+	if err != nil {
 		return f, err
-	default:
 	}
 	b := &pgx.Batch{}
 	for i := range runsResumeN {
@@ -335,24 +331,15 @@ func benchRunsSQLite(ctx context.Context, dir string) (f runsFigures, err error)
 		}
 	}
 	f.saveP50, f.effectP50 = p50(ds), p50(ds)
-	var steps atomic.Int64
-	var wg sync.WaitGroup
-	deadline := time.Now().Add(runsPhase)
-	for w := range runsWriters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; time.Now().Before(deadline); i++ {
-				if _, err := db.ExecContext(ctx, ins, fmt.Sprintf("w%d", w), i, "tool", stepOutput); err != nil {
-					return
-				}
-				steps.Add(1)
-			}
-		}()
-	}
-	t0 := time.Now()
-	wg.Wait()
-	f.steps64 = float64(steps.Load()) / time.Since(t0).Seconds()
+	// A writer whose insert fails just stops: the figure is the steps the
+	// writers took, and the error is not the run's.
+	f.steps64, _ = concurrently(func(w int) (func(int) error, func(), error) {
+		step := func(i int) error {
+			_, err := db.ExecContext(ctx, ins, fmt.Sprintf("w%d", w), i, "tool", stepOutput)
+			return err
+		}
+		return step, nil, nil
+	})
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return f, err
