@@ -49,6 +49,7 @@ type runsFigures struct {
 	saveP50, effectP50, ckptP50, ckptP99 time.Duration
 	steps64                              float64
 	emit64                               float64 // spl only: 64 plain writers (Emit) of a record of the step's size
+	ceiling64                            float64 // spl only: the same on bare JetStream without fsync (benchRunsCeiling)
 	resumeP50                            time.Duration
 	coalesced                            int
 	err                                  string
@@ -391,6 +392,10 @@ func runRunsWorkload(ctx context.Context, o Options) (string, string, error) {
 	if err != nil {
 		return "", "", fmt.Errorf("spl: %w", err)
 	}
+	logf("runs: bare JetStream ceiling")
+	if f.ceiling64, err = benchRunsCeiling(ctx, filepath.Join(work, "ceiling")); err != nil {
+		return "", "", fmt.Errorf("ceiling: %w", err)
+	}
 	figs["spl"] = f
 	if contains(strings.Split(o.Peers, ","), "sqlite") {
 		logf("runs: sqlite")
@@ -447,6 +452,7 @@ func runRunsWorkload(ctx context.Context, o Options) (string, string, error) {
 	if pg, ok := figs["postgres"]; ok && pg.err == "" {
 		fmt.Fprintf(&b, "- 64 runs, spl steps/s / PostgreSQL steps/s: %.2f× (target ≥ 3×)\n", s.steps64/pg.steps64)
 		fmt.Fprintf(&b, "- for reference, 64 plain writers (Emit of a record shaped as an effect record), spl: %.0f records/s, %.2f× PostgreSQL's steps/s; the runs reach %.2f× of it\n", s.emit64, s.emit64/pg.steps64, s.steps64/s.emit64)
+		fmt.Fprintf(&b, "- the ceiling of one JetStream message per step: 64 writers each awaiting a publish of an effect-shaped record (built as spl builds it, with the headers spl's writer sets) to bare JetStream with no fsync at all, so not durable: %.0f messages/s, %.2f× PostgreSQL's steps/s; spl's runs reach %.2f× of it, and 3× PostgreSQL would be %.2f× of it\n", s.ceiling64, s.ceiling64/pg.steps64, s.steps64/s.ceiling64, 3*pg.steps64/s.ceiling64)
 		fmt.Fprintf(&b, "- durable effect p50, spl / PostgreSQL insert p50: %.2f×\n", s.effectP50.Seconds()/pg.effectP50.Seconds())
 	}
 	if sq, ok := figs["sqlite"]; ok && sq.err == "" {
