@@ -4,21 +4,72 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spl-dev/spl/records"
 )
 
-// doubt is an append that was sent but never answered: sealed with prev
-// after clock `after`, at position pos of its thread's run in the batch.
+// An append is in doubt when it was sent and no answer came: the server
+// may have stored it, may store it still, or never will. The writer
+// settles a doubt by reading the thread from the stream leader, and what
+// a read can settle is limited:
+//
+//   - The record found where it was to land: it landed.
+//   - Another record found right after the clock its thread's first
+//     record in the unit expected: it never lands. nats-server checks
+//     Nats-Expected-Last-Subject-Sequence before it proposes a message,
+//     against what the leader has applied and what it has in flight on
+//     the same subject (checkMsgHeadersPreClusteredProposal in
+//     server/jetstream_batching.go: expectedPerSubjectInProcess,
+//     inflight), and an atomic batch is stored whole or not at all, so a
+//     message that expects a clock its thread has moved past is never
+//     stored, whichever server leads the stream later.
+//   - Nothing after that clock: not settled. The leader answers a message
+//     get from what it has applied (jsMsgGetRequest in
+//     server/jetstream_api.go answers on the stream leader only, and
+//     reads wait for a batch being applied to be whole: isolateMu). A
+//     newly elected leader has applied every entry of the terms before
+//     its own before it answers (raft.go: switchToLeader sets aflr, and
+//     only once Processed reaches it does Leader() hold, which
+//     isStreamLeader asks), so what the dead leader committed is there.
+//     But the publish itself may still be on its way, behind the read: on
+//     the network, queued on the leader, proposed and not yet applied.
+//     Taking "not found" for "not landed" and sealing the record again on
+//     the thread's head, read a moment later with the first copy on it,
+//     stored it twice (docs/faults.md, row 5).
+//
+// So an append whose thread has not moved is sent again exactly as it was
+// sent: the same messages, each thread's first record expecting the same
+// clock. By the check above at most one of the two copies is stored. The
+// answer settles it: stored; or refused because the thread moved on, by
+// the first copy or by another writer, which the next read tells apart.
+// Until the record is settled the writer never seals it on another head.
+
+// errUnsettled reports an append in doubt whose thread, as the stream
+// leader has applied it, has not moved past the clock the append expected:
+// it is not stored, and may still be.
+var errUnsettled = errors.New("not stored, and may still be")
+
+// doubtRead bounds one read made to settle a doubt. A read sent while the
+// stream has no leader, or to one that just died, is never answered: the
+// followers still take the dead leader for alive until they call an
+// election, and only a leader answers. Asked again a moment later, the
+// new leader answers at once; waiting out the log's timeout instead cost
+// a whole timeout more per failover.
+const doubtRead = 250 * time.Millisecond
+
+// doubt is an append that was sent but never answered, and whose callers
+// stopped waiting: unit is what it was sent with, sealed as it was, to be
+// settled or sent again as a whole (recall).
 type doubt struct {
-	id    records.ID
-	after uint64
-	pos   int
+	unit []*Pending
 }
 
 // recall finds an earlier append of the same record: landed, or in doubt
-// and now resolved. While a doubt cannot be resolved (the server does not
+// and now settled. A doubt settled as never landing is forgotten and the
+// record appended afresh; one not settled, whose thread has not moved on,
+// is sent again as it was. While it cannot be settled (the server does not
 // answer), it stays, and the retry fails with ErrInDoubt rather than risk
 // a second copy.
 func (w *writer) recall(ctx context.Context, rec *records.Record) (Entry, bool, error) {
@@ -38,17 +89,54 @@ func (w *writer) recall(ctx context.Context, rec *records.Record) (Entry, bool, 
 	}
 	rctx, cancel := context.WithTimeout(ctx, w.l.opts.Timeout)
 	defer cancel()
-	e, err := w.resolve(rctx, rec.Header.Thread, d)
+	runs := threadRuns(d.unit)
+	clocks, err := w.check(rctx, d.unit, runs)
+	if errors.Is(err, errUnsettled) {
+		var first uint64
+		if first, err = w.send(d.unit); err == nil {
+			for i := range clocks {
+				clocks[i] = first + uint64(i)
+			}
+		} else if errors.Is(err, errStale) {
+			// Moved on since: by the first copy, or by another writer.
+			clocks, err = w.check(rctx, d.unit, runs)
+		}
+	}
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("%w: still unresolved: %v", ErrInDoubt, err)
 	}
+	// Settled, for every record of the unit.
+	var serr error
+	if slices.ContainsFunc(clocks, func(c uint64) bool { return c != 0 }) {
+		serr = w.fsync()
+	}
+	var e Entry
 	w.mu.Lock()
-	delete(w.doubts, rec.Header.BD)
+	for _, q := range d.unit {
+		delete(w.doubts, q.rec.Header.BD)
+	}
 	w.mu.Unlock()
+	for i, q := range d.unit {
+		delete(w.heads, q.rec.Header.Thread)
+		if clocks[i] == 0 {
+			continue
+		}
+		qe := Entry{Clock: clocks[i], ID: q.id, Record: q.sealed}
+		w.remember(qe)
+		w.l.mark.saw(qe.Clock, qe.ID)
+		if q.rec.Header.BD == rec.Header.BD {
+			e = qe
+		}
+	}
 	if e.Clock == 0 {
 		return Entry{}, false, nil // it never landed: append it afresh
 	}
-	w.remember(e)
+	if serr != nil {
+		return Entry{}, false, fmt.Errorf("stored at clock %d, but not made durable: %w", e.Clock, serr)
+	}
+	if sealed := rec.WithPrev(e.Record.Header.Prev); sealed.ID() != e.ID {
+		return Entry{}, false, nil // another record of the same body: append this one
+	}
 	return e, true, nil
 }
 
@@ -75,11 +163,24 @@ type landedRec struct {
 
 // inDoubt handles a batch that was sent but not answered: it finds out
 // which of its records landed (check), completes those, and retries the
-// others.
+// others. A batch not settled is sent again as it was, until it is, or
+// until no caller waits any more.
 func (w *writer) inDoubt(batch []*Pending, runs map[string]*run, cause error, attempt int) {
 	for {
-		clocks, err := w.check(batch, runs)
-		if err == nil {
+		ctx, cancel := w.l.c.UntilAnswered(context.Background(), w.l.opts.Timeout)
+		clocks, err := w.check(ctx, batch, runs)
+		cancel()
+		if errors.Is(err, errUnsettled) {
+			// Nothing of it is stored, and it may still be: the same
+			// messages again, expecting the same clocks.
+			var first uint64
+			if first, err = w.send(batch); err == nil {
+				w.landed1(batch, first, w.fsync())
+				return
+			}
+			// Refused (the thread moved on, maybe with the first copy)
+			// or not answered: read again below.
+		} else if err == nil {
 			var rest []*Pending
 			stored := false
 			for i, p := range batch {
@@ -101,6 +202,7 @@ func (w *writer) inDoubt(batch []*Pending, runs map[string]*run, cause error, at
 			if len(rest) == 0 {
 				return
 			}
+			// Never to land: sealed again on the heads as they are now.
 			for _, p := range rest {
 				delete(w.heads, p.rec.Header.Thread)
 			}
@@ -111,7 +213,7 @@ func (w *writer) inDoubt(batch []*Pending, runs map[string]*run, cause error, at
 			}
 			return
 		}
-		// Still no answer: wait while any caller still waits.
+		// Not settled: go on while any caller still waits.
 		alive := false
 		for _, p := range batch {
 			if p.ctx.Err() == nil {
@@ -119,10 +221,10 @@ func (w *writer) inDoubt(batch []*Pending, runs map[string]*run, cause error, at
 			}
 		}
 		if !alive || w.l.isClosed() {
+			unit := slices.Clone(batch)
 			w.mu.Lock()
 			for _, p := range batch {
-				r := runs[p.rec.Header.Thread]
-				w.doubts[p.rec.Header.BD] = doubt{id: p.id, after: r.expect, pos: r.pos[p]}
+				w.doubts[p.rec.Header.BD] = doubt{unit: unit}
 			}
 			w.mu.Unlock()
 			for t := range runs {
@@ -136,7 +238,8 @@ func (w *writer) inDoubt(batch []*Pending, runs map[string]*run, cause error, at
 }
 
 // check finds out which records of the batch landed: it returns the clock
-// of each, 0 for one that did not.
+// of each, 0 for one that never will, or errUnsettled when none is stored
+// and the batch may still be.
 //
 // An atomic batch is meant to land whole or not at all, but a single
 // nats-server does not keep that promise when it cannot store a record
@@ -147,24 +250,38 @@ func (w *writer) inDoubt(batch []*Pending, runs map[string]*run, cause error, at
 // that were never stored (faults.md, row 1). So the first record is
 // looked for, then the last; when the first landed and the last did not
 // land right after the others, each thread's records are looked for in
-// turn.
-func (w *writer) check(batch []*Pending, runs map[string]*run) ([]uint64, error) {
+// turn. Once the first is found, what is not found is final: the server
+// lets no read see a batch it is storing until it is whole (isolateMu).
+func (w *writer) check(ctx context.Context, batch []*Pending, runs map[string]*run) ([]uint64, error) {
 	clocks := make([]uint64, len(batch))
-	ctx, cancel := w.l.c.UntilAnswered(context.Background(), w.l.opts.Timeout)
-	defer cancel()
 	at := func(p *Pending) (uint64, error) {
 		r := runs[p.rec.Header.Thread]
-		e, err := w.resolve(ctx, p.rec.Header.Thread, doubt{id: p.id, after: r.expect, pos: r.pos[p]})
-		return e.Clock, err
+		return w.find(ctx, p.rec.Header.Thread, r.expect, r.pos[p], p.id)
 	}
 	first, err := at(batch[0])
+	if errors.Is(err, errUnsettled) {
+		// If another thread of the batch moved on without it, the batch
+		// never lands (all or nothing); else it may.
+		for _, p := range batch[1:] {
+			r := runs[p.rec.Header.Thread]
+			if r.pos[p] != 0 || p.rec.Header.Thread == batch[0].rec.Header.Thread {
+				continue
+			}
+			if c, err := w.find(ctx, p.rec.Header.Thread, r.expect, 0, p.id); err == nil && c == 0 {
+				return clocks, nil
+			}
+		}
+		return clocks, errUnsettled
+	}
 	if err != nil || first == 0 {
 		return clocks, err // none landed: the records are stored in order
 	}
 	n := len(batch) - 1
 	last := first
 	if n > 0 {
-		if last, err = at(batch[n]); err != nil {
+		if last, err = at(batch[n]); errors.Is(err, errUnsettled) {
+			last = 0 // its thread did not move: the batch stopped before it
+		} else if err != nil {
 			return clocks, err
 		}
 	}
@@ -186,7 +303,7 @@ func (w *writer) check(batch []*Pending, runs map[string]*run) ([]uint64, error)
 		if !ok {
 			seq = runs[t].expect + 1
 		}
-		m, err := w.l.getLeader(ctx, getRequest{Seq: seq, NextFor: ThreadSubject(t)})
+		m, err := w.read(ctx, getRequest{Seq: seq, NextFor: ThreadSubject(t)})
 		if errors.Is(err, ErrNotFound) {
 			stop[t] = true
 			continue
@@ -204,18 +321,39 @@ func (w *writer) check(batch []*Pending, runs map[string]*run) ([]uint64, error)
 	return clocks, nil
 }
 
-// resolve finds whether the record d describes landed: it returns its
-// entry, or a zero Entry when the thread moved on without it.
-func (w *writer) resolve(ctx context.Context, thread string, d doubt) (Entry, error) {
-	m, err := w.l.nthAfter(ctx, thread, d.after, d.pos)
-	if errors.Is(err, ErrNotFound) {
-		return Entry{}, nil
+// find looks for the record id at position pos (0-based) among thread's
+// records after clock after: its clock, 0 when another record holds
+// that position (it never lands there), or errUnsettled when the thread
+// has no record after after.
+func (w *writer) find(ctx context.Context, thread string, after uint64, pos int, id records.ID) (uint64, error) {
+	seq := after + 1
+	for i := 0; ; i++ {
+		m, err := w.read(ctx, getRequest{Seq: seq, NextFor: ThreadSubject(thread)})
+		if errors.Is(err, ErrNotFound) {
+			if i == 0 {
+				return 0, errUnsettled
+			}
+			// The thread moved on, and has fewer records since than pos:
+			// a batch that landed has all its records (a single server's
+			// batch stopped midway aside, whose rest never lands).
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		if i == pos {
+			if m.hdr.Get(HeaderID) != id.String() {
+				return 0, nil
+			}
+			return m.clock, nil
+		}
+		seq = m.clock + 1
 	}
-	if err != nil {
-		return Entry{}, err
-	}
-	if m.hdr.Get(HeaderID) != d.id.String() {
-		return Entry{}, nil
-	}
-	return m.decode()
+}
+
+// read is one message get from the stream leader, bounded by doubtRead.
+func (w *writer) read(ctx context.Context, req getRequest) (stored, error) {
+	rctx, cancel := context.WithTimeout(ctx, min(doubtRead, w.l.opts.Timeout))
+	defer cancel()
+	return w.l.getLeader(rctx, req)
 }

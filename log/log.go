@@ -174,6 +174,9 @@ func open(ctx context.Context, c *natsio.Conn, opts Options) (*Log, error) {
 	if err := l.retryLost(ctx, l.provision); err != nil {
 		return nil, err
 	}
+	// A new leader answers what the dead one took with it: see
+	// natsio.Conn.WakeOnLeader.
+	c.WakeOnLeader(opts.Stream)
 	if c.Embedded() && !opts.NoSync {
 		l.blocks = natsio.NewBlockSyncer(c.Dir(), opts.Stream)
 		if err := l.blocks.Check(); err != nil {

@@ -206,9 +206,7 @@ func TestResolveInDoubt(t *testing.T) {
 	if _, err := l.c.JS.PublishMsg(ctx, msg); err != nil {
 		t.Fatal(err)
 	}
-	l.w.mu.Lock()
-	l.w.doubts[rec.Header.BD] = doubt{id: sealed.ID(), after: base.Clock, pos: 0}
-	l.w.mu.Unlock()
+	inDoubtAfter(t, l, rec, base)
 
 	got, err := l.Append(ctx, rec)
 	if err != nil {
@@ -220,6 +218,81 @@ func TestResolveInDoubt(t *testing.T) {
 	if n := len(chain(t, l, "th_doubt")); n != 2 {
 		t.Fatalf("thread holds %d records, want 2", n)
 	}
+}
+
+// An append in doubt whose thread has not moved may still be on its way:
+// it is sent again as it was, chained on the same record, so that it
+// lands once whichever copy the server takes; a copy landing meanwhile
+// is found, not doubled.
+func TestInDoubtSentAgainAsItWas(t *testing.T) {
+	l := openTest(t, "")
+	ctx := ctxT(t)
+	base, err := l.Append(ctx, newRec(t, "th_again", "agent.step", map[string]any{"n": 0}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRec(t, "th_again", "agent.step", map[string]any{"n": 1})
+	p := inDoubtAfter(t, l, rec, base)
+
+	got, err := l.Append(ctx, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != p.id || got.Clock != base.Clock+1 {
+		t.Fatalf("landed as %s@%d, want %s@%d (sent as it was)", got.ID, got.Clock, p.id, base.Clock+1)
+	}
+	// The first copy arriving late is refused: the thread moved past the
+	// clock it expects.
+	if _, err := l.c.JS.PublishMsg(ctx, l.w.message(p)); err == nil {
+		t.Fatalf("late first copy: stored, want refused")
+	}
+	if n := len(chain(t, l, "th_again")); n != 2 {
+		t.Fatalf("thread holds %d records, want 2", n)
+	}
+}
+
+// An append in doubt whose thread moved on with another record never
+// lands: it is appended afresh, after that record.
+func TestInDoubtThreadMovedOn(t *testing.T) {
+	l := openTest(t, "")
+	ctx := ctxT(t)
+	base, err := l.Append(ctx, newRec(t, "th_moved", "agent.step", map[string]any{"n": 0}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRec(t, "th_moved", "agent.step", map[string]any{"n": 1})
+	p := inDoubtAfter(t, l, rec, base)
+	other, err := l.Append(ctx, newRec(t, "th_moved", "agent.step", map[string]any{"n": 2}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.Append(ctx, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID == p.id || got.Clock != other.Clock+1 || got.Record.Header.Prev != other.ID {
+		t.Fatalf("landed as %s@%d after %s, want a new seal after %s@%d", got.ID, got.Clock, got.Record.Header.Prev, other.ID, other.Clock)
+	}
+	if n := len(chain(t, l, "th_moved")); n != 3 {
+		t.Fatalf("thread holds %d records, want 3", n)
+	}
+}
+
+// inDoubtAfter leaves rec in doubt as the writer does when no answer came
+// and its caller stopped waiting: sealed after base, the first of its
+// thread in a unit of its own.
+func inDoubtAfter(t *testing.T, l *Log, rec *records.Record, base Entry) *Pending {
+	t.Helper()
+	sealed := rec.WithPrev(base.ID)
+	data, err := sealed.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Pending{rec: rec, sealed: sealed, id: sealed.ID(), data: data, first: true, expect: base.Clock, prevClock: base.Clock}
+	l.w.mu.Lock()
+	l.w.doubts[rec.Header.BD] = doubt{unit: []*Pending{p}}
+	l.w.mu.Unlock()
+	return p
 }
 
 func TestTailLatestGet(t *testing.T) {

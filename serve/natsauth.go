@@ -52,7 +52,10 @@ func readerPermissions() *server.Permissions {
 			"$JS.API.DIRECT.GET.>",
 			"$JS.API.STREAM.MSG.GET.>",
 		}},
-		Subscribe: &server.SubjectPermission{Allow: []string{nats.InboxPrefix + ">", splog.SubjectPrefix + ".>"}},
+		// Replies, records as they are published, and the stream's leader
+		// elections (a log's reads wait on them: natsio.Conn.WakeOnLeader).
+		Subscribe: &server.SubjectPermission{Allow: []string{nats.InboxPrefix + ">", splog.SubjectPrefix + ".>",
+			"$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.>"}},
 	}
 }
 

@@ -64,9 +64,32 @@ func (d *denials) note(err error) bool {
 	return true
 }
 
+// wake ends the contexts of UntilAnswered given out so far.
+func (d *denials) wake() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.wakeLocked()
+}
+
 func (d *denials) wakeLocked() {
 	d.cancel()
 	d.next, d.cancel = context.WithCancel(context.Background())
+}
+
+// WakeOnLeader makes UntilAnswered end too when stream elects a leader.
+// In a cluster, a publish or a read in flight to a stream leader that
+// died is never answered; once another leader is elected, waiting on is
+// pointless, so the waiter goes on at once instead of waiting out its
+// timeout. The advisory comes once the new leader has applied what the
+// old one committed and answers reads (it is sent from
+// processStreamLeaderChange, after raft's Processed has reached the
+// entry the leader appended when it was elected: server/raft.go, aflr).
+// A writer woken with an append in doubt settles it by reading, and sends
+// again only what cannot land any more, or the same messages again
+// (log/doubt.go): waking it early never makes a second copy. Without the
+// right to subscribe to JetStream's advisories, it does nothing.
+func (c *Conn) WakeOnLeader(stream string) {
+	_, _ = c.NC.Subscribe("$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED."+stream, func(*nats.Msg) { c.denied.wake() })
 }
 
 // watchDenied notes the publishes the server denies this connection.
@@ -84,8 +107,9 @@ func (c *Conn) watchDenied() {
 }
 
 // UntilAnswered is UntilLost that also ends when the server denies one
-// of this connection's publishes: a writer waiting for answers then
-// learns at once which of them will never come (DeniedSince).
+// of this connection's publishes (a writer waiting for answers then
+// learns at once which of them will never come: DeniedSince), or, after
+// WakeOnLeader, when the stream elects a new leader.
 func (c *Conn) UntilAnswered(parent context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := c.UntilLost(parent, timeout)
 	c.denied.mu.Lock()
