@@ -22,8 +22,8 @@ import (
 // ENOSPC takes no more writes to the stream until it restarts. So when
 // the config leaves the limit unset, the server starts with the same
 // limit nats-server would choose, set explicitly, and every
-// storeLimitEvery raises it (nats-server can raise a limit while it runs,
-// never lower it) to
+// storeLimitEvery, once the store has used three quarters of it, raises
+// it (nats-server can raise a limit while it runs, never lower it) to
 //
 //	min(stored + 75% of free, disk size - reserve)
 //
@@ -101,13 +101,22 @@ func storeSize(dir string) int64 {
 func (s *Server) followDisk() { s.every(storeLimitEvery, s.raiseStoreLimit) }
 
 // raiseStoreLimit raises the server's storage limit to what the disk
-// allows now, when that is higher by storeLimitSlack or more.
+// allows now, when the store has used three quarters of its limit and the
+// disk allows storeLimitSlack more or better.
 func (s *Server) raiseStoreLimit() {
 	info, err := s.ns.Jsz(nil)
 	if err != nil || info.Disabled {
 		return
 	}
 	cur := info.Config.MaxStore
+	if int64(info.Store) < cur/4*3 {
+		// Far from the limit: nothing to raise yet. A raise reloads the
+		// server's options, which nats-server reads in places without
+		// their lock (getDirectRequest in server/stream.go reads
+		// s.opts.MaxPending, a data race with every reload): reloads
+		// are kept to when the store needs one.
+		return
+	}
 	want := storeLimitTarget(s.cfg.Dir, int64(info.Store))
 	if want < cur+storeLimitSlack {
 		return

@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -40,5 +42,38 @@ func TestStoreLimitRaised(t *testing.T) {
 				t.Fatalf("append after the reload: %d", code)
 			}
 		})
+	}
+}
+
+// TestStoreLimitLeftFarFromIt: a store far from its limit gets no raise,
+// however much space is freed, since a raise reloads the server's
+// options, which nats-server reads in places without their lock. Space
+// freed once the store nears its limit is TestServeDiskFreed's (e2e).
+func TestStoreLimitLeftFarFromIt(t *testing.T) {
+	dir := t.TempDir()
+	// 32 MiB taken before the server starts and freed after: without
+	// the condition, the next look at the disk would raise the limit.
+	filler := filepath.Join(dir, "filler")
+	if err := os.WriteFile(filler, make([]byte, 32<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, Config{Dir: dir})
+	info, err := s.ns.Jsz(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := info.Config.MaxStore
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if want := storeLimitTarget(dir, int64(info.Store)); want < cur+storeLimitSlack {
+		t.Skipf("the disk allows no raise (%d, limit %d): another process took the space freed", want, cur)
+	}
+	s.raiseStoreLimit()
+	if info, err = s.ns.Jsz(nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := info.Config.MaxStore; got != cur {
+		t.Fatalf("storage limit %d after a look at the disk, was %d: raised for a store of %d bytes", got, cur, info.Store)
 	}
 }
