@@ -12,7 +12,8 @@ import (
 const maxFailover = 5 * time.Second
 
 // TestServeClusterFailoverTime kills the stream leader of a 3-node
-// cluster under 4 writers three times, the kills 5 to 10 s apart (the
+// cluster under 4 writers (with the SDK's default 10 s request
+// timeout) three times, the kills 5 to 10 s apart (the
 // killed node comes back in between), and measures the time from each
 // kill to the first acknowledged append, and to the first of every
 // writer: each at most maxFailover. No acknowledged record is lost.
@@ -24,7 +25,9 @@ func TestServeClusterFailoverTime(t *testing.T) {
 	all := strings.Join(urls, ",")
 	var as []*appender
 	for w := range 4 {
-		as = append(as, newAppender(t, all, fmt.Sprintf("failover-w%d", w), 3))
+		// The SDK's default request timeout: failover must not
+		// depend on waiting it out.
+		as = append(as, newAppenderTimeout(t, all, fmt.Sprintf("failover-w%d", w), 3, 10*time.Second))
 	}
 	halt := startWriters(as)
 	defer halt()

@@ -224,13 +224,20 @@ const retryDuplicates = false
 
 func newAppender(t *testing.T, url, thread string, replicas int) *appender {
 	t.Helper()
+	return newAppenderTimeout(t, url, thread, replicas, 2*time.Second)
+}
+
+// newAppenderTimeout is newAppender with a request timeout of its own
+// (the connection's and the log's).
+func newAppenderTimeout(t *testing.T, url, thread string, replicas int, timeout time.Duration) *appender {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := natsio.Dial(ctx, natsio.Options{URL: url, Timeout: 2 * time.Second, Name: thread, NATSOptions: []nats.Option{nats.Token(testToken)}})
+	conn, err := natsio.Dial(ctx, natsio.Options{URL: url, Timeout: timeout, Name: thread, NATSOptions: []nats.Option{nats.Token(testToken)}})
 	if err != nil {
 		t.Fatalf("dial %s: %v", url, err)
 	}
-	l, err := log.On(ctx, conn, log.Options{Replicas: replicas, Timeout: 2 * time.Second})
+	l, err := log.On(ctx, conn, log.Options{Replicas: replicas, Timeout: timeout})
 	if err != nil {
 		conn.Close()
 		t.Fatalf("open %s: %v", url, err)
