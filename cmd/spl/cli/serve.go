@@ -151,6 +151,7 @@ signatures are checked: the write token publishes no record over NATS
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "TLS key of the NATS listener")
 	f.StringVar(&cfg.TLSCA, "tls-ca", "", "CA that signs client certificates")
 	f.BoolVar(&cfg.TLSVerify, "tls-verify", false, "require client certificates signed by --tls-ca")
+	f.DurationVar(&cfg.Timeout, "request-timeout", 0, "bound on one request of the server's own log to its NATS server (default 10s)")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", serve.DefaultShutdownTimeout, "bound on the graceful shutdown")
 	f.DurationVar(&cfg.HTTPReadTimeout, "http-read-timeout", serve.DefaultHTTPReadTimeout, "bound on reading one HTTP request, headers and body")
 	f.DurationVar(&cfg.HTTPWriteTimeout, "http-write-timeout", serve.DefaultHTTPWriteTimeout, "bound on writing one HTTP answer (an SSE tail: on each write)")
@@ -170,7 +171,7 @@ var serveFlags = map[string]string{
 	"ClusterListen": "--cluster", "Routes": "--routes", "Replicas": "--replicas",
 	"NATSConfigFile": "--nats-config", "Token": "--token", "User": "--user", "Password": "--password",
 	"NKeys": "--nkey", "TLSCert": "--tls-cert", "TLSKey": "--tls-key", "TLSCA": "--tls-ca",
-	"TLSVerify": "--tls-verify", "ShutdownTimeout": "--shutdown-timeout",
+	"TLSVerify": "--tls-verify", "ShutdownTimeout": "--shutdown-timeout", "Timeout": "--request-timeout",
 	"HTTPReadTimeout": "--http-read-timeout", "HTTPWriteTimeout": "--http-write-timeout",
 	"HTTPIdleTimeout": "--http-idle-timeout", "HTTPMaxConns": "--http-max-conns",
 	"InsecureNoAuth": "--insecure-no-auth", "HTTPToken": "--http-token-file", "HTTPReadToken": "--http-read-token-file",
