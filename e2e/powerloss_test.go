@@ -77,10 +77,6 @@ func TestPowerLossCaught(t *testing.T) { powerLoss(t, false, true) }
 func powerLoss(t *testing.T, serve, nosync bool) {
 	needLazyFS(t)
 	writer := buildHelper(t, "./e2e/internal/powerwriter")
-	var srvBin string
-	if serve {
-		srvBin = buildTestServer(t)
-	}
 	mnt, backing := t.TempDir(), t.TempDir()
 	if err := os.Mkdir(filepath.Join(backing, "spl"), 0o700); err != nil {
 		t.Fatal(err)
@@ -118,7 +114,7 @@ func powerLoss(t *testing.T, serve, nosync bool) {
 	startServer := func() (*node, string) {
 		t.Helper()
 		port := freePort(t)
-		n := newNode(t, srvBin, "serve", "-dir", dir, "-listen", fmt.Sprintf("127.0.0.1:%d", port), "-no-http")
+		n := newNode(t, "serve", "--home", dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--no-http")
 		n.start()
 		n.wait(60 * time.Second)
 		return n, natsURL(port)

@@ -112,7 +112,6 @@ func TestServeClusterFailover(t *testing.T) {
 // and their client URLs.
 func startCluster(t *testing.T, extra ...string) (map[string]*node, []string) {
 	t.Helper()
-	bin := buildTestServer(t)
 	const size = 3
 	var client, route [size]int
 	for i := range size {
@@ -128,11 +127,11 @@ func startCluster(t *testing.T, extra ...string) (map[string]*node, []string) {
 			}
 		}
 		name := fmt.Sprintf("n%d", i+1)
-		nodes[name] = newNode(t, bin, name, append([]string{
-			"-dir", t.TempDir(), "-name", name,
-			"-listen", fmt.Sprintf("127.0.0.1:%d", client[i]), "-no-http",
-			"-cluster-name", "spl-e2e", "-cluster", fmt.Sprintf("127.0.0.1:%d", route[i]),
-			"-routes", strings.Join(routes, ","), "-replicas", "3", "-timeout", "2s"}, extra...)...)
+		nodes[name] = newNode(t, name, append([]string{
+			"--home", t.TempDir(), "--name", name,
+			"--listen", fmt.Sprintf("127.0.0.1:%d", client[i]), "--no-http",
+			"--cluster-name", "spl-e2e", "--cluster", fmt.Sprintf("127.0.0.1:%d", route[i]),
+			"--routes", strings.Join(routes, ","), "--replicas", "3", "--request-timeout", "2s"}, extra...)...)
 		urls = append(urls, natsURL(client[i]))
 	}
 	for _, n := range nodes {

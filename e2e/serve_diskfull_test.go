@@ -18,10 +18,9 @@ import (
 // record is in the log, and appends work again.
 func TestServeDiskFull(t *testing.T) {
 	mnt := mountSmall(t, "20m")
-	bin := buildTestServer(t)
 	dir := filepath.Join(mnt, "spl")
 	port := freePort(t)
-	srv := newNode(t, bin, "serve", "-dir", dir, "-listen", fmt.Sprintf("127.0.0.1:%d", port), "-timeout", "2s", "-projections")
+	srv := newNode(t, "serve", "--home", dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--request-timeout", "2s")
 	srv.start()
 	srv.wait(30 * time.Second)
 
@@ -102,10 +101,9 @@ func TestServeDiskFull(t *testing.T) {
 // storage limit follows the disk (serve/storelimit.go).
 func TestServeDiskFreed(t *testing.T) {
 	mnt := mountSmall(t, "40m")
-	bin := buildTestServer(t)
 	dir := filepath.Join(mnt, "spl")
 	port := freePort(t)
-	srv := newNode(t, bin, "serve", "-dir", dir, "-listen", fmt.Sprintf("127.0.0.1:%d", port), "-timeout", "2s")
+	srv := newNode(t, "serve", "--home", dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--request-timeout", "2s")
 	srv.start()
 	srv.wait(30 * time.Second)
 	a := newAppender(t, natsURL(port), "freed", 1)

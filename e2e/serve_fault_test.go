@@ -26,9 +26,8 @@ func TestServeKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test")
 	}
-	bin := buildTestServer(t)
 	port := freePort(t)
-	srv := newNode(t, bin, "serve", "-dir", t.TempDir(), "-listen", fmt.Sprintf("127.0.0.1:%d", port), "-timeout", "2s", "-projections")
+	srv := newNode(t, "serve", "--home", t.TempDir(), "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--request-timeout", "2s")
 	srv.start()
 	srv.wait(30 * time.Second)
 
@@ -137,9 +136,8 @@ func TestServeGarbage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test")
 	}
-	bin := buildTestServer(t)
 	port := freePort(t)
-	srv := newNode(t, bin, "serve", "-dir", t.TempDir(), "-listen", fmt.Sprintf("127.0.0.1:%d", port))
+	srv := newNode(t, "serve", "--home", t.TempDir(), "--listen", fmt.Sprintf("127.0.0.1:%d", port))
 	srv.start()
 	srv.wait(30 * time.Second)
 	base := "http://" + srv.http

@@ -1,15 +1,17 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,27 +25,8 @@ import (
 	"github.com/spl-dev/spl/records"
 )
 
-// The fault tests of spl serve run the server in child processes, so that
-// they can kill it with SIGKILL: serve/internal/testserver runs serve.Run
-// from flags (the spl serve command wires the same Config).
-
-// buildTestServer builds the test server binary into the test's temporary
-// directory (quick after the first time: the build cache holds the
-// packages).
-func buildTestServer(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "testserver")
-	args := []string{"build", "-o", bin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	build := exec.Command("go", append(args, "./serve/internal/testserver")...)
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build testserver: %v\n%s", err, out)
-	}
-	return bin
-}
+// The fault tests of spl serve run the built spl binary's serve command in
+// child processes, so that they can kill it with SIGKILL.
 
 // freePort returns a loopback port that was free a moment ago.
 func freePort(t *testing.T) int {
@@ -74,10 +57,9 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// node is one spl server process.
+// node is one spl serve process.
 type node struct {
 	t      *testing.T
-	bin    string
 	name   string
 	args   []string
 	cmd    *exec.Cmd
@@ -104,13 +86,18 @@ func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(req)
 }
 
-func newNode(t *testing.T, bin, name string, args ...string) *node {
+// newNode is an spl serve process (not started) with args, the test token
+// and, unless args say otherwise, an HTTP API on a free port.
+func newNode(t *testing.T, name string, args ...string) *node {
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(testToken), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args = append(args, "-token-file", tokenFile)
-	n := &node{t: t, bin: bin, name: name, args: args}
+	args = append([]string{"serve", "--log-format", "json", "--token-file", tokenFile}, args...)
+	if !slices.Contains(args, "--no-http") && !slices.Contains(args, "--http") {
+		args = append(args, "--http", "127.0.0.1:0")
+	}
+	n := &node{t: t, name: name, args: args}
 	t.Cleanup(func() {
 		if n.cmd != nil {
 			n.kill()
@@ -122,28 +109,51 @@ func newNode(t *testing.T, bin, name string, args ...string) *node {
 // start starts the process; wait waits for its ready line.
 func (n *node) start() {
 	n.t.Helper()
-	n.cmd = exec.Command(n.bin, n.args...)
+	n.cmd = exec.Command(splBin, n.args...)
 	n.stderr = &lockedBuffer{}
-	n.cmd.Stderr = n.stderr
+	n.ready = make(chan string, 1)
+	n.cmd.Stderr = io.MultiWriter(n.stderr, &readyWatch{ready: n.ready})
 	if raceEnabled {
 		n.cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
-	}
-	out, err := n.cmd.StdoutPipe()
-	if err != nil {
-		n.t.Fatalf("%s: stdout: %v", n.name, err)
 	}
 	if err := n.cmd.Start(); err != nil {
 		n.t.Fatalf("%s: start: %v", n.name, err)
 	}
-	n.ready = make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if line := sc.Text(); strings.HasPrefix(line, "ready ") {
-				n.ready <- line
+}
+
+// readyWatch reads spl serve's JSON log as it is written, and sends on
+// ready "ready http=ADDR" once the log is open ("log open"), ADDR from
+// the "http listening" line before it (empty without an HTTP API).
+type readyWatch struct {
+	ready chan string
+	buf   []byte
+	http  string
+}
+
+func (r *readyWatch) Write(p []byte) (int, error) {
+	r.buf = append(r.buf, p...)
+	for {
+		i := bytes.IndexByte(r.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		var line struct {
+			Msg  string `json:"msg"`
+			Addr string `json:"addr"`
+		}
+		if json.Unmarshal(r.buf[:i], &line) == nil {
+			switch line.Msg {
+			case "http listening":
+				r.http = line.Addr
+			case "log open":
+				select {
+				case r.ready <- "ready http=" + r.http:
+				default:
+				}
 			}
 		}
-	}()
+		r.buf = r.buf[i+1:]
+	}
 }
 
 func (n *node) wait(timeout time.Duration) {
