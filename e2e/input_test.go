@@ -29,6 +29,7 @@ func TestRefusedInput(t *testing.T) {
 		{"serve log level", []string{"serve", "--log-level", "loud"}, 1, "--log-level: must be debug, info, warn or error"},
 		{"serve write timeout", []string{"serve", "--http-write-timeout", "5s"}, 1, "serve: --http-write-timeout: must be longer than Heartbeat (15s)"},
 		{"serve max conns", []string{"serve", "--http-max-conns", "-1"}, 1, "serve: --http-max-conns: must not be negative, got -1"},
+		{"serve request timeout", []string{"serve", "--request-timeout", "-1s"}, 1, "serve: --request-timeout: must not be negative, got -1s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := h.run(t, nil, tc.args...)
