@@ -93,13 +93,19 @@ func rawMessages(b *testing.B, n, threads int) []*nats.Msg {
 // runWorkers runs b.N operations over `workers` goroutines, each awaiting
 // its own result before its next, and reports ops/s, p50 and p99.
 func runWorkers(b *testing.B, workers int, op func(i int) error) {
+	runWorkersOf(b, workers, func(_, i int) error { return op(i) })
+}
+
+// runWorkersOf is runWorkers for operations that need to know their
+// worker w (0 to workers-1), such as a run of its own.
+func runWorkersOf(b *testing.B, workers int, op func(w, i int) error) {
 	lat := make([]time.Duration, b.N)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var failed atomic.Pointer[error]
 	b.ResetTimer()
 	start := time.Now()
-	for range workers {
+	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -109,7 +115,7 @@ func runWorkers(b *testing.B, workers int, op func(i int) error) {
 					return
 				}
 				t0 := time.Now()
-				if err := op(i); err != nil {
+				if err := op(w, i); err != nil {
 					failed.Store(&err)
 					return
 				}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,7 +29,7 @@ func stepTool(context.Context) (json.RawMessage, error) { return stepOutput, nil
 
 // BenchmarkRunSteps: 64 concurrent runs, each a loop of durable effects,
 // against 64 plain writers emitting records shaped as effect records;
-// steps/s.
+// ops/s is steps/s.
 func BenchmarkRunSteps(b *testing.B) {
 	const runs = 64
 	b.Run(fmt.Sprintf("effects/runs=%d", runs), func(b *testing.B) {
@@ -45,7 +43,7 @@ func BenchmarkRunSteps(b *testing.B) {
 			}
 			rs[w] = r
 		}
-		runSteps(b, runs, func(w, i int) error {
+		runWorkersOf(b, runs, func(w, i int) error {
 			_, err := rs[w].Effect(ctx, fmt.Sprintf("c%d", i), "tool", i, stepTool)
 			return err
 		})
@@ -59,7 +57,7 @@ func BenchmarkRunSteps(b *testing.B) {
 		c := benchClient(b)
 		ctx := context.Background()
 		hash := "blake3:" + strings.Repeat("0", 64)
-		runSteps(b, runs, func(w, i int) error {
+		runWorkersOf(b, runs, func(w, i int) error {
 			// A record shaped as an effect record: the same fields and
 			// sizes, a thread name and a kind as long.
 			body := map[string]any{"run_id": fmt.Sprintf("w%d", w), "thread_id": "bench", "call_id": fmt.Sprintf("c%d", i), "tool": "tool",
@@ -68,39 +66,6 @@ func BenchmarkRunSteps(b *testing.B) {
 			return err
 		})
 	})
-}
-
-// runSteps runs b.N steps over workers goroutines, each awaiting its step
-// before the next, and reports steps/s.
-func runSteps(b *testing.B, workers int, step func(w, i int) error) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var failed atomic.Pointer[error]
-	b.ResetTimer()
-	start := time.Now()
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= b.N {
-					return
-				}
-				if err := step(w, i); err != nil {
-					failed.Store(&err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	el := time.Since(start)
-	b.StopTimer()
-	if err := failed.Load(); err != nil {
-		b.Fatal(*err)
-	}
-	b.ReportMetric(float64(b.N)/el.Seconds(), "steps/s")
 }
 
 // BenchmarkRunResume: resume of a run with 1,000 recorded effects (every
