@@ -31,13 +31,14 @@ class HTTP:
         self.headers = headers or {}
         self._idle: list[_Conn] = []
 
-    async def _connect(self) -> _Conn:
+    async def _connect(self) -> tuple[_Conn, bool]:
+        """An open connection, and whether it was reused from the pool."""
         while self._idle:
             c = self._idle.pop()
             if not c.writer.is_closing() and not c.reader.at_eof():
-                return c
+                return c, True
         r, w = await asyncio.open_connection(self.host, self.port)
-        return _Conn(r, w)
+        return _Conn(r, w), False
 
     async def _send(self, c: _Conn, method: str, path: str, body: bytes | None, headers: dict):
         h = {"Host": f"{self.host}:{self.port}", **self.headers, **headers}
@@ -57,7 +58,8 @@ class HTTP:
                 raise ConnectionResetError("spl: server closed the connection") from None
             raise
         except asyncio.LimitOverrunError:
-            raise ConnectionError("spl: answer headers over the reader's limit") from None
+            # Not a connection failure: sending again would not help.
+            raise ValueError("spl: answer headers over the reader's limit") from None
         lines = head.decode("latin-1").split("\r\n")
         status = int(lines[0].split()[1])
         headers = {}
@@ -68,22 +70,24 @@ class HTTP:
         return status, headers
 
     async def request(self, method: str, path: str, body: bytes | None = None, headers: dict | None = None) -> Response:
-        for attempt in (0, 1):
-            c = await self._connect()
-            fresh = attempt == 1
+        while True:
+            c, reused = await self._connect()
             try:
                 await self._send(c, method, path, body, headers or {})
                 status, h = await self._head(c)
                 break
             except (ConnectionError, asyncio.IncompleteReadError, OSError):
                 c.writer.close()
-                if fresh or method not in ("GET", "PUT", "DELETE"):
-                    # A POST on a reused connection that the server had
-                    # closed never reached it (no answer line): retry once
-                    # on a new one. Anything else is the caller's.
-                    if fresh:
-                        raise
-                continue
+                # A reused connection that failed before any answer came:
+                # the server may have closed it as it was taken, so an
+                # idempotent request goes again, on the next connection
+                # (a new one once the pool is spent). Anything else is the
+                # caller's, as in the TypeScript SDK: an append that
+                # failed may or may not have landed, and sending it again
+                # could store it twice.
+                if reused and method in ("GET", "PUT", "DELETE"):
+                    continue
+                raise
         if h.get("transfer-encoding", "").lower() == "chunked":
             data = bytearray()
             while True:
