@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,16 +54,11 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 	if l == nil {
 		return
 	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			s.refuse(w, http.StatusRequestEntityTooLarge, "too_large", wire.Error{
-				Error: fmt.Sprintf("batch over %d bytes: send fewer records a request", mbe.Limit),
-				Field: "records", Rule: fmt.Sprintf("at most %d bytes a request", mbe.Limit)})
-			return
-		}
-		s.refuse(w, http.StatusBadRequest, "bad_json", wire.Error{Error: "read request: " + err.Error()})
+	data, ok := s.readBody(w, r, func(limit int64) wire.Error {
+		return wire.Error{Error: fmt.Sprintf("batch over %d bytes: send fewer records a request", limit),
+			Field: "records", Rule: fmt.Sprintf("at most %d bytes a request", limit)}
+	})
+	if !ok {
 		return
 	}
 	items, e, ok := decodeBatch(data)
@@ -84,28 +80,19 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	start := time.Now()
 	recs, errs := l.AppendEvents(r.Context(), evs)
-	took := time.Since(start).Seconds()
+	took := time.Since(start)
+	unavailable := 0
+	var first error
 	for k, i := range at {
-		err := errs[k]
-		var re *sdk.RetentionError
-		if err != nil && !errors.As(err, &re) {
-			s.appendFailed(err)
-			results[i] = s.failure(r, fmt.Errorf("append: %w", err))
-			continue
+		results[i] = s.appended(r, recs[k], errs[k], took)
+		if results[i].Status == http.StatusServiceUnavailable {
+			unavailable++
+			first = cmp.Or(first, errs[k])
 		}
-		s.m.appendSecs.Observe(took)
-		s.m.appends.WithLabelValues("ok").Inc()
-		if re != nil {
-			// The record is stored; the next checkpoint or retention
-			// apply erases what this one could not.
-			s.logger.Warn("retention after an append failed", "thread", re.Thread, "err", re.Err)
-		}
-		j, err := newRecordJSON(recs[k])
-		if err != nil {
-			results[i] = s.failure(r, err)
-			continue
-		}
-		results[i] = batchResult{Status: http.StatusCreated, Record: &j}
+	}
+	if unavailable > 0 {
+		// Once a request, not once a record.
+		s.logger.Warn("storage unavailable", "path", r.URL.Path, "records", unavailable, "err", first)
 	}
 	writeJSON(w, http.StatusOK, batchResponse{Results: results})
 }

@@ -162,6 +162,9 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // fail answers err with the status and error classify gives it.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code, e := s.classify(r, err)
+	if code == http.StatusServiceUnavailable {
+		s.logger.Warn("storage unavailable", "path", r.URL.Path, "err", err)
+	}
 	writeJSON(w, code, e)
 }
 
@@ -197,8 +200,8 @@ func (s *Server) classify(r *http.Request, err error) (int, wire.Error) {
 		return http.StatusConflict, wire.Error{Error: err.Error()}
 	default:
 		// Timeouts, a closed log, a server without quorum, in-doubt
-		// appends: storage is unavailable for now.
-		s.logger.Warn("storage unavailable", "path", r.URL.Path, "err", err)
+		// appends: storage is unavailable for now (logged once a
+		// request: fail, handleBatch).
 		return http.StatusServiceUnavailable, wire.Error{Error: err.Error()}
 	}
 }
@@ -331,25 +334,39 @@ func (s *Server) handleEmit(w http.ResponseWriter, r *http.Request) {
 	}
 	start := time.Now()
 	rc, err := l.AppendEvent(r.Context(), ev)
+	res := s.appended(r, rc, err, time.Since(start))
+	if res.Record == nil {
+		if res.Status == http.StatusServiceUnavailable {
+			s.logger.Warn("storage unavailable", "path", r.URL.Path, "err", err)
+		}
+		writeJSON(w, res.Status, wire.Error{Error: res.Error, Field: res.Field, Rule: res.Rule})
+		return
+	}
+	writeJSON(w, http.StatusCreated, res.Record)
+}
+
+// appended counts one append the service layer made (in took) or could
+// not make, and is its answer: 201 with the stored record (also when only
+// the retention after it failed: the record is stored, and the next
+// checkpoint or retention apply erases what this one could not), or the
+// failure. The one outcome of POST /v1/records and of each item of a
+// batch.
+func (s *Server) appended(r *http.Request, rc sdk.Record, err error, took time.Duration) batchResult {
 	var re *sdk.RetentionError
 	if err != nil && !errors.As(err, &re) {
 		s.appendFailed(err)
-		s.fail(w, r, fmt.Errorf("append: %w", err))
-		return
+		return s.failure(r, fmt.Errorf("append: %w", err))
 	}
-	s.m.appendSecs.Observe(time.Since(start).Seconds())
+	s.m.appendSecs.Observe(took.Seconds())
 	s.m.appends.WithLabelValues("ok").Inc()
 	if re != nil {
-		// The record is stored; the next checkpoint or retention apply
-		// erases what this one could not.
 		s.logger.Warn("retention after an append failed", "thread", re.Thread, "err", re.Err)
 	}
 	j, err := newRecordJSON(rc)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return s.failure(r, err)
 	}
-	writeJSON(w, http.StatusCreated, j)
+	return batchResult{Status: http.StatusCreated, Record: &j}
 }
 
 func appendResult(err error) string {

@@ -42,16 +42,28 @@ func (s *Server) readOptional(w http.ResponseWriter, r *http.Request, v any) boo
 	return s.decodeRequest(w, r, v, true)
 }
 
-func (s *Server) decodeRequest(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) bool {
+// readBody reads the request's body, at most Config.MaxBody bytes: a
+// longer one is refused with 413 and tooLarge's error, one that cannot be
+// read with 400.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, tooLarge func(limit int64) wire.Error) ([]byte, bool) {
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			s.refuse(w, http.StatusRequestEntityTooLarge, "too_large",
-				wire.Error{Error: fmt.Sprintf("request body over %d bytes", mbe.Limit), Field: "body", Rule: fmt.Sprintf("at most %d bytes", mbe.Limit)})
-			return false
+			s.refuse(w, http.StatusRequestEntityTooLarge, "too_large", tooLarge(mbe.Limit))
+			return nil, false
 		}
 		s.refuse(w, http.StatusBadRequest, "bad_json", wire.Error{Error: "read request: " + err.Error()})
+		return nil, false
+	}
+	return data, true
+}
+
+func (s *Server) decodeRequest(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) bool {
+	data, ok := s.readBody(w, r, func(limit int64) wire.Error {
+		return wire.Error{Error: fmt.Sprintf("request body over %d bytes", limit), Field: "body", Rule: fmt.Sprintf("at most %d bytes", limit)}
+	})
+	if !ok {
 		return false
 	}
 	if len(data) == 0 && emptyOK {
