@@ -96,19 +96,3 @@ func (l *Log) threadHead(ctx context.Context, thread string) (head, error) {
 	}
 	return h, nil
 }
-
-// nthAfter returns the message at position pos (0-based) among thread's
-// messages after clock after, read from the leader.
-func (l *Log) nthAfter(ctx context.Context, thread string, after uint64, pos int) (stored, error) {
-	seq := after + 1
-	for i := 0; ; i++ {
-		m, err := l.getLeader(ctx, getRequest{Seq: seq, NextFor: ThreadSubject(thread)})
-		if err != nil {
-			return stored{}, err
-		}
-		if i == pos {
-			return m, nil
-		}
-		seq = m.clock + 1
-	}
-}

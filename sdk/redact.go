@@ -111,7 +111,8 @@ func (c *Client) RedactionFor(ctx context.Context, thread string) ([]RedactionPo
 // redactBody applies the redaction policies of thread to body, a CBOR
 // map: it returns the body without the covered values, with the paths
 // removed listed under "redacted", and those paths; body itself and none
-// when nothing is covered. The seal path (seal.go) is its one caller.
+// when nothing is covered. Its callers are the seal path (seal.go) and
+// a run's checkpoints (checkpointRecord), which seal what it returns.
 func (c *Client) redactBody(ctx context.Context, thread string, body []byte) ([]byte, []string, error) {
 	homes, err := c.redactions.homes(func() (map[string]bool, error) {
 		ts, err := c.log.ThreadsWith(ctx, records.KindRedaction)
