@@ -305,18 +305,24 @@ func (c *Client) VerifyRun(ctx context.Context, thread, runID string) (RunVerify
 			if err != nil {
 				continue // in the report above
 			}
+			var blob []byte // the record's blob, fetched and checked
 			if ref, ok := blobOf(e.Record.Body); ok {
 				rep.Blobs++
-				if _, err := c.getBlob(ctx, ref); err != nil {
+				b, err := c.getBlob(ctx, ref)
+				if err != nil {
 					rep.BadBlobs = append(rep.BadBlobs, fmt.Sprintf("clock %d: %v", e.Clock, err))
 					continue
 				}
+				blob = b
 			}
 			if e.Record.Header.Kind != KindRunEffect {
 				continue
 			}
 			re, err := decodeEffect(Record{ID: e.ID, Clock: e.Clock, Record: e.Record}, thread, runID)
 			if err == nil {
+				if blob != nil {
+					re.Output = blob // checked against output_hash, not fetched again
+				}
 				_, err = c.effectOutput(ctx, re, thread, runID)
 			}
 			if err != nil {

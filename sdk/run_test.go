@@ -196,6 +196,12 @@ func TestLargeSnapshotBesideTheLog(t *testing.T) {
 	if err := r.Checkpoint(ctx, sdk.PhaseStepStarted, map[string]any{"step": 3, "messages": msgs}); err != nil {
 		t.Fatal(err)
 	}
+	// A tool output past the inline limit goes beside the log too.
+	big := `{"text":"` + strings.Repeat("y", sdk.MaxInlinePayload) + `"}`
+	calls := 0
+	if _, err := r.Effect(ctx, "c1", "read", 1, tool(big, &calls)); err != nil || calls != 1 {
+		t.Fatalf("large effect: err=%v calls=%d", err, calls)
+	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +218,7 @@ func TestLargeSnapshotBesideTheLog(t *testing.T) {
 	}
 	r.Close()
 	rep, err := c.VerifyRun(ctx, "big", "r")
-	if err != nil || !rep.OK() || rep.Blobs != 1 {
+	if err != nil || !rep.OK() || rep.Blobs != 2 || rep.Effects.Checked != 1 {
 		t.Fatalf("verify: %+v err=%v", rep, err)
 	}
 	// Erasing the checkpoint erases its payload too.
