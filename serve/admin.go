@@ -210,7 +210,7 @@ func (s *Server) handleSetRetention(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := req.policy()
 	if err != nil {
-		s.fail(w, r, err)
+		s.refuseInvalid(w, r, err)
 		return
 	}
 	rc, err := l.SetRetention(r.Context(), req.Actor, p)

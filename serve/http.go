@@ -206,6 +206,13 @@ func (s *Server) classify(r *http.Request, err error) (int, wire.Error) {
 	}
 }
 
+// refuseInvalid answers a request whose field the server refused before
+// it reached the log (err names the field and the rule), and counts it.
+func (s *Server) refuseInvalid(w http.ResponseWriter, r *http.Request, err error) {
+	s.m.refused.WithLabelValues("invalid").Inc()
+	s.fail(w, r, err)
+}
+
 // refuse answers a request refused before it reached the log, and counts it.
 func (s *Server) refuse(w http.ResponseWriter, code int, reason string, e wire.Error) {
 	s.m.refused.WithLabelValues(reason).Inc()

@@ -101,4 +101,8 @@ func TestMillisecondsRefusedPastRange(t *testing.T) {
 	if code := call(t, "GET", b+"/v1/retention", "", &pol); code != 200 || len(pol.Policies) != 0 {
 		t.Errorf("GET /v1/retention: %d %+v, want no policy stored", code, pol)
 	}
+	// Each is refused input on every route alike.
+	if m := scrape(t, s); !strings.Contains(m, `spl_http_refused_total{reason="invalid"} 3`) {
+		t.Errorf("refused invalid not counted once a route:\n%s", grepLines(m, "spl_http_refused_total"))
+	}
 }

@@ -277,8 +277,7 @@ func (s *Server) handlePrune(w http.ResponseWriter, r *http.Request) {
 	}
 	olderThan, err := msDuration("older_than_ms", req.OlderThanMS)
 	if err != nil {
-		s.m.refused.WithLabelValues("invalid").Inc()
-		s.fail(w, r, err)
+		s.refuseInvalid(w, r, err)
 		return
 	}
 	res, err := l.Prune(r.Context(), thread, sdk.PruneOptions{

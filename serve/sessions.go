@@ -75,7 +75,7 @@ func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
 	}
 	elapsed, err := msDuration("elapsedMs", req.ElapsedMs)
 	if err != nil {
-		s.fail(w, r, err)
+		s.refuseInvalid(w, r, err)
 		return
 	}
 	p, err := l.PauseSession(r.Context(), r.PathValue("thread"), req.Actor, sdk.PauseOptions{
