@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -63,7 +62,7 @@ type node struct {
 	name   string
 	args   []string
 	cmd    *exec.Cmd
-	ready  chan string // the ready line
+	ready  chan string // the HTTP address, once the log is open ("" without HTTP)
 	stderr *lockedBuffer
 	http   string
 }
@@ -106,7 +105,7 @@ func newNode(t *testing.T, name string, args ...string) *node {
 	return n
 }
 
-// start starts the process; wait waits for its ready line.
+// start starts the process; wait waits for it to be ready.
 func (n *node) start() {
 	n.t.Helper()
 	n.cmd = exec.Command(splBin, n.args...)
@@ -122,8 +121,8 @@ func (n *node) start() {
 }
 
 // readyWatch reads spl serve's JSON log as it is written, and sends on
-// ready "ready http=ADDR" once the log is open ("log open"), ADDR from
-// the "http listening" line before it (empty without an HTTP API).
+// ready the HTTP address once the log is open ("log open"): the one of
+// the "http listening" line before it, empty without an HTTP API.
 type readyWatch struct {
 	ready chan string
 	buf   []byte
@@ -147,7 +146,7 @@ func (r *readyWatch) Write(p []byte) (int, error) {
 				r.http = line.Addr
 			case "log open":
 				select {
-				case r.ready <- "ready http=" + r.http:
+				case r.ready <- r.http:
 				default:
 				}
 			}
@@ -159,12 +158,7 @@ func (r *readyWatch) Write(p []byte) (int, error) {
 func (n *node) wait(timeout time.Duration) {
 	n.t.Helper()
 	select {
-	case line := <-n.ready:
-		for _, f := range strings.Fields(line) {
-			if v, ok := strings.CutPrefix(f, "http="); ok {
-				n.http = v
-			}
-		}
+	case n.http = <-n.ready:
 	case <-time.After(timeout):
 		n.t.Fatalf("%s: not ready within %v; stderr:\n%s", n.name, timeout, n.stderr)
 	}

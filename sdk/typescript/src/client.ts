@@ -124,7 +124,12 @@ export interface QueryOptions {
   pageSize?: number;
 }
 
-/** Bounds of one batch: the server takes at most 1000 records and 2 MiB a request. */
+/**
+ * Bounds of one batch. The server takes at most 1000 records and 2 MiB a
+ * request; a batch is cut once it holds half that much record JSON, so
+ * that no batch is refused whole for its size, with room to spare. A
+ * record larger than that goes alone.
+ */
 const MAX_BATCH_RECORDS = 1000;
 const MAX_BATCH_BYTES = 1 << 20;
 

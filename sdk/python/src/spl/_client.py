@@ -18,7 +18,10 @@ from ._verify import CorruptRecordError, verify_envelope
 
 _HEADER_FIELDS = ("thread", "act", "kind", "actor", "ts", "prev")
 
-# Bounds of one batch: the server takes at most 1000 records and 2 MiB a request.
+# Bounds of one batch. The server takes at most 1000 records and 2 MiB a
+# request; a batch is cut once it holds half that much record JSON, so that
+# no batch is refused whole for its size, with room to spare. A record
+# larger than that goes alone.
 _MAX_BATCH_RECORDS = 1000
 _MAX_BATCH_BYTES = 1 << 20
 
