@@ -92,7 +92,7 @@ func (c *Client) appendAll(ctx context.Context, recs []*records.Record, errs []e
 		}
 		// Erasures chained right after the thread's last record leave
 		// the last checkpoint the head of its branch (lineage.go).
-		if n := len(res.Erasures); n > 0 && res.after != 0 && res.after == r.clock {
+		if n := len(res.Erasures); n > 0 && res.chained {
 			for _, i := range r.saved {
 				if out[i].Clock == r.clock && !slices.Contains(res.Erased, out[i].ID) {
 					out[i].after = res.Erasures[n-1].Clock

@@ -226,11 +226,10 @@ type RetentionResult struct {
 	Erasures []Receipt    // the erasure records that erased them
 	Corrupt  int          // checkpoints that did not verify: never erased by retention, not counted as kept
 
-	// after is the clock the erasures were chained after, each right
-	// after the one before, on the thread (the at enforceRetention was
-	// given, when its first plan held): the thread holds nothing else
-	// since. 0 when not known.
-	after uint64
+	// chained says the erasures were chained right after the clock
+	// enforceRetention was given (its first plan held), each right after
+	// the one before: the thread holds nothing else since.
+	chained bool
 }
 
 // RetentionError reports that a checkpoint was saved but its thread's
@@ -307,9 +306,7 @@ func (c *Client) enforceRetention(ctx context.Context, thread, actor string, at 
 		res, err := c.retainOnce(ctx, thread, actor, p, cached, at)
 		res.Erased = append(done.Erased, res.Erased...)
 		res.Erasures = append(done.Erasures, res.Erasures...)
-		if round == 1 && err == nil {
-			res.after = at
-		}
+		res.chained = round == 1 && err == nil && at != 0
 		if !errors.Is(err, splog.ErrMoved) || round == maxRetentionRounds {
 			return res, err
 		}
