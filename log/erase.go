@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -77,6 +78,63 @@ func (l *Log) Erase(ctx context.Context, thread string, ids []records.ID, reason
 			return EraseResult{}, err
 		}
 	}
+	if l.door != nil {
+		r, err := l.door.erase(ctx, rec, o)
+		r.Already = append(already, r.Already...)
+		return r, err
+	}
+	return l.appendErasure(ctx, rec, targets, o, res)
+}
+
+// EraseRecord is Erase of an erasure record built and sealed elsewhere:
+// the door's (spl serve) for an erasure a door log sends. rec must be an
+// unchained core.erasure record whose targets are, as it names them,
+// records of its thread that no erasure has erased yet; else nothing is
+// appended and the error says why (ErrMoved when the thread changed since
+// the erasure was planned: plan it again). seal, when set, readies rec
+// for the log as EraseSealed does; EraseAfter holds as for Erase.
+func (l *Log) EraseRecord(ctx context.Context, rec *records.Record, opts ...EraseOption) (EraseResult, error) {
+	var o eraseOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	h := rec.Header
+	if h.Kind != records.KindErasure || h.Act != records.ActForget {
+		return EraseResult{}, &records.FieldError{Field: "kind", Rule: fmt.Sprintf("an erasure is a %s record of act %s, not %s %s", records.KindErasure, records.ActForget, h.Act, h.Kind)}
+	}
+	if err := rec.Validate(); err != nil {
+		return EraseResult{}, err
+	}
+	er, err := records.DecodeErasure(rec.Body)
+	if err != nil {
+		return EraseResult{}, err
+	}
+	ids := make([]records.ID, len(er.Targets))
+	for i, t := range er.Targets {
+		ids[i] = t.ID
+	}
+	if len(ids) == 0 {
+		return EraseResult{}, &records.FieldError{Field: "body.targets", Rule: "must name at least one record"}
+	}
+	targets, already, err := l.eraseTargets(ctx, h.Thread, ids)
+	if err != nil {
+		return EraseResult{}, err
+	}
+	if len(already) > 0 || !slices.Equal(targets, er.Targets) {
+		return EraseResult{}, fmt.Errorf("%w: the records erasure %s names on thread %q are no longer as it says (erased or changed since it was planned): plan it again", ErrMoved, rec.ID(), h.Thread)
+	}
+	if o.seal != nil {
+		if rec, err = o.seal(rec); err != nil {
+			return EraseResult{}, err
+		}
+	}
+	return l.appendErasure(ctx, rec, targets, o, EraseResult{})
+}
+
+// appendErasure appends the erasure record rec of targets, then deletes
+// them.
+func (l *Log) appendErasure(ctx context.Context, rec *records.Record, targets []records.ErasureTarget, o eraseOptions, res EraseResult) (EraseResult, error) {
+	var err error
 	if o.cond {
 		res.Erasure, err = l.AppendAfter(ctx, rec, o.after)
 	} else {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -21,11 +23,17 @@ import (
 // that nothing appended in between is missed.
 //
 // Follow runs an ordered consumer on the thread's subject: the server
-// pushes each record as it lands, with no polling.
+// pushes each record as it lands, with no polling. A door log, whose
+// credentials create no consumer, reads by direct gets instead, woken by
+// each record's publish (followGets).
 func (l *Log) Follow(ctx context.Context, thread string, from uint64) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
 		if l.isClosed() {
 			yield(Entry{}, ErrClosed)
+			return
+		}
+		if l.door != nil {
+			l.followGets(ctx, thread, from, yield)
 			return
 		}
 		cfg := jetstream.OrderedConsumerConfig{
@@ -70,6 +78,69 @@ func (l *Log) Follow(ctx context.Context, thread string, from uint64) iter.Seq2[
 			if !yield(e, err) {
 				return
 			}
+		}
+	}
+}
+
+// followPoll is how often followGets reads the thread again without a
+// publish to wake it: a publish missed while the connection was down
+// delays a record this long at most.
+const followPoll = 2 * time.Second
+
+// followGets is Follow for a door log, whose credentials create no
+// consumer: a subscription to the thread's subject (the records as they
+// are published) only wakes it, and it reads what landed since by direct
+// gets, in clock order, so that nothing is missed or yielded twice.
+func (l *Log) followGets(ctx context.Context, thread string, from uint64, yield func(Entry, error) bool) {
+	wake := make(chan struct{}, 1)
+	sub, err := l.c.NC.Subscribe(ThreadSubject(thread), func(*nats.Msg) {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		yield(Entry{}, fmt.Errorf("follow %q: %w", thread, err))
+		return
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if from == 0 {
+		last, err := l.LastClock(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				yield(Entry{}, fmt.Errorf("follow %q: %w", thread, err))
+			}
+			return
+		}
+		from = last + 1
+	}
+	t := time.NewTicker(followPoll)
+	defer t.Stop()
+	for {
+		cont := true
+		err := l.scan(ctx, ThreadSubject(thread), from, 0, readPage, func(m stored) bool {
+			e, err := m.decode()
+			if err != nil {
+				e = Entry{Clock: m.clock}
+			}
+			from = m.clock + 1
+			cont = yield(e, err)
+			return cont
+		})
+		if !cont || ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			yield(Entry{}, fmt.Errorf("follow %q: %w", thread, err))
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.closed:
+			return
+		case <-wake:
+		case <-t.C:
 		}
 	}
 }

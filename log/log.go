@@ -59,6 +59,9 @@ type Options struct {
 	// MarkEvery is how often at most the writer writes the mark;
 	// DefaultMarkEvery when zero. Close always writes it.
 	MarkEvery time.Duration
+	// NoDoor makes the log write its stream itself even where spl serve's
+	// door answers (door.go): the log of the server that runs the door.
+	NoDoor bool
 	// Observe, when set, is called by the writer after every group commit
 	// it sent (for metrics). It must return quickly.
 	Observe func(BatchStats)
@@ -117,6 +120,7 @@ type Log struct {
 	ownConn bool                // Close closes c: Open dialled it
 	blocks  *natsio.BlockSyncer // the embedded log's fsync, done by the writer; nil with URL or NoSync
 	mark    *marker             // the high-water mark (mark.go); nil when none is kept
+	door    *door               // spl serve's door, when its appends go there (door.go)
 	w       *writer
 	closed  chan struct{} // Close began: no more appends
 	drained chan struct{} // the writer has drained its queue: no more reads
@@ -171,6 +175,17 @@ func On(ctx context.Context, c *natsio.Conn, opts Options) (*Log, error) {
 
 func open(ctx context.Context, c *natsio.Conn, opts Options) (*Log, error) {
 	l := &Log{opts: opts, c: c, closed: make(chan struct{}), drained: make(chan struct{})}
+	if !opts.NoDoor {
+		if err := l.retryLost(ctx, func(ctx context.Context) (err error) {
+			l.door, err = findDoor(ctx, l)
+			return err
+		}); err != nil {
+			return nil, fmt.Errorf("spl/log: %w", err)
+		}
+	}
+	if l.door != nil {
+		return l.openDoor(ctx)
+	}
 	if err := l.retryLost(ctx, l.provision); err != nil {
 		return nil, err
 	}
@@ -199,6 +214,21 @@ func open(ctx context.Context, c *natsio.Conn, opts Options) (*Log, error) {
 	if err := l.retryLost(ctx, func(ctx context.Context) error { return l.finishErasures(ctx, nil) }); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("spl/log: finish pending erasures: %w", err)
+	}
+	return l, nil
+}
+
+// openDoor opens a door log: the server provisions the stream, keeps
+// the mark and finishes erasures; the client checks the stream is the
+// log's and sends its writes through the door.
+func (l *Log) openDoor(ctx context.Context) (*Log, error) {
+	if err := l.retryLost(ctx, l.checkStream); err != nil {
+		return nil, err
+	}
+	l.c.WakeOnLeader(l.opts.Stream)
+	var err error
+	if l.w, err = newWriter(l); err != nil {
+		return nil, fmt.Errorf("spl/log: %w", err)
 	}
 	return l, nil
 }
@@ -232,8 +262,9 @@ func StreamConfig(name string, replicas int) jetstream.StreamConfig {
 }
 
 // provision creates the stream, or brings an existing one to the settings
-// the log needs. It never turns on DenyDelete or DenyPurge: erasure needs
-// both operations.
+// the log needs; it refuses one changed behind the log's back
+// (StreamChanges). It never turns on DenyDelete or DenyPurge: erasure
+// needs both operations.
 func (l *Log) provision(ctx context.Context) error {
 	want := StreamConfig(l.opts.Stream, l.opts.Replicas)
 	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
@@ -249,6 +280,9 @@ func (l *Log) provision(ctx context.Context) error {
 		return fmt.Errorf("spl/log: stream %s: %w", want.Name, err)
 	}
 	have := s.CachedInfo().Config
+	if ch := StreamChanges(have, want); len(ch) > 0 {
+		return streamChanged(want.Name, ch)
+	}
 	if have.AllowDirect && have.AllowAtomicPublish && !have.DenyDelete && !have.DenyPurge &&
 		len(have.Subjects) == 1 && have.Subjects[0] == want.Subjects[0] && have.MaxMsgSize >= want.MaxMsgSize &&
 		have.Duplicates <= want.Duplicates {

@@ -200,6 +200,10 @@ func (w *writer) gather(batch []*Pending, want int, deadline <-chan time.Time) [
 
 // commit lands every pending append of batch or fails it.
 func (w *writer) commit(batch []*Pending) {
+	if w.l.door != nil {
+		w.l.door.commit(batch)
+		return
+	}
 	live := batch[:0:0]
 	for _, p := range batch {
 		if err := p.ctx.Err(); err != nil {

@@ -1,0 +1,489 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+	"github.com/nats-io/nats.go"
+
+	"github.com/spl-dev/spl/records"
+)
+
+// The door (docs/design.md, "One door"). On spl serve, a client that is
+// not the server itself writes only through the server's service layer:
+// it hands its records, unchained, to the door, a request/reply service
+// the server runs on its NATS listener, and the server seals, checks and
+// appends them as its own HTTP API does. Its NATS credentials allow
+// nothing else that writes: no publish to the log's subjects, no
+// JetStream API that changes a stream, a consumer or a bucket. A log
+// opened on a connection where the door answers (Open, On) is a door log:
+// its appends and erasures go through the door, it provisions nothing and
+// keeps no mark, and it refuses to run on a stream whose configuration
+// differs from the log's (CheckStream).
+//
+// The door's subjects name the right they need, so that the NATS
+// server's permissions, an allow-list per right, decide who reaches which:
+// DoorSubject(DoorAdmin, op) for the admin right, DoorSubject(DoorWrite,
+// op) for the write right. The read right reaches neither.
+
+// DoorPrefix is the first token of the door's subjects.
+const DoorPrefix = "spl.door"
+
+// The rights of the door's subjects.
+const (
+	DoorAdmin = "a" // the admin right: the actor key bindings too
+	DoorWrite = "w" // the write right
+)
+
+// The door's operations.
+const (
+	DoorInfo       = "info"        // which stream the door writes, and its limits
+	DoorAppend     = "append"      // append records (DoorAppendRequest)
+	DoorErase      = "erase"       // erase records (DoorEraseRequest)
+	DoorBlobPut    = "blob.put"    // store part of a blob (DoorBlobRequest)
+	DoorBlobGet    = "blob.get"    // read part of a blob (DoorBlobRequest)
+	DoorBlobDelete = "blob.delete" // delete a blob (DoorBlobRequest)
+)
+
+// DoorQueue is the queue group of the door's responders: in a cluster
+// every node serves the door, and one answers each request.
+const DoorQueue = "spl-door"
+
+// DoorSubject is the subject of operation op for right (DoorAdmin or
+// DoorWrite).
+func DoorSubject(right, op string) string { return DoorPrefix + "." + right + "." + op }
+
+// DoorInfoReply answers DoorInfo.
+type DoorInfoReply struct {
+	Stream     string     `cbor:"stream"`      // the log's stream
+	Replicas   int        `cbor:"replicas"`    // its replicas
+	MaxRequest int        `cbor:"max_request"` // the largest request the server takes, in bytes
+	Err        *DoorError `cbor:"err,omitempty"`
+}
+
+// DoorItem is one record handed to the door: encoded unchained (no
+// prev), and conditional on its thread's clock when Cond is set (see
+// AppendAfter).
+type DoorItem struct {
+	Record []byte `cbor:"rec"`
+	Sig    string `cbor:"sig,omitempty"` // its signature, stored form (records.Signature), when signed
+	Cond   bool   `cbor:"cond,omitempty"`
+	After  uint64 `cbor:"after,omitempty"`
+}
+
+// DoorAppendRequest is the request of DoorAppend: records appended in
+// order, each on its own (one failing fails no other).
+type DoorAppendRequest struct {
+	Items []DoorItem `cbor:"items"`
+}
+
+// DoorResult is the outcome of one DoorItem: where it landed, or why not.
+// Stored is the record as stored when the service layer changed it
+// (a redaction), else empty: the record sent, chained on Prev.
+type DoorResult struct {
+	ID     []byte     `cbor:"id,omitempty"`
+	Clock  uint64     `cbor:"clock,omitempty"`
+	Prev   []byte     `cbor:"prev,omitempty"`
+	Stored []byte     `cbor:"stored,omitempty"`
+	Err    *DoorError `cbor:"err,omitempty"`
+}
+
+// DoorAppendReply answers DoorAppendRequest: one result per item, in
+// order, or Err for the whole request.
+type DoorAppendReply struct {
+	Results []DoorResult `cbor:"results"`
+	Err     *DoorError   `cbor:"err,omitempty"`
+}
+
+// DoorEraseRequest is the request of DoorErase: the erasure record the
+// client built and sealed (unchained), conditional as a DoorItem is. The
+// server checks its targets against the thread before it appends it.
+type DoorEraseRequest struct {
+	Item DoorItem `cbor:"item"`
+}
+
+// DoorEraseReply answers DoorEraseRequest.
+type DoorEraseReply struct {
+	ID      []byte     `cbor:"id,omitempty"`
+	Clock   uint64     `cbor:"clock,omitempty"`
+	Prev    []byte     `cbor:"prev,omitempty"`
+	Erased  [][]byte   `cbor:"erased,omitempty"`
+	Already [][]byte   `cbor:"already,omitempty"`
+	Err     *DoorError `cbor:"err,omitempty"`
+}
+
+// DoorBlobRequest is the request of the blob operations: a part of the
+// blob name of Size bytes at Offset (DoorBlobPut: the part's bytes in
+// Data; DoorBlobGet: Data empty), or the whole blob (DoorBlobDelete).
+type DoorBlobRequest struct {
+	Bucket string `cbor:"bucket"`
+	Name   string `cbor:"name"`
+	Offset int64  `cbor:"offset,omitempty"`
+	Size   int64  `cbor:"size,omitempty"`
+	Data   []byte `cbor:"data,omitempty"`
+}
+
+// DoorBlobReply answers DoorBlobRequest: for DoorBlobGet the part read and
+// the blob's size.
+type DoorBlobReply struct {
+	Size int64      `cbor:"size,omitempty"`
+	Data []byte     `cbor:"data,omitempty"`
+	Err  *DoorError `cbor:"err,omitempty"`
+}
+
+// DoorError is an error the door answered. Code says which sentinel it
+// wraps (errors.Is holds for it on the client as on the server); Field
+// and Rule, when set, are those of a *records.FieldError, which
+// errors.As finds.
+type DoorError struct {
+	Code  string `cbor:"code"`
+	Msg   string `cbor:"msg"`
+	Field string `cbor:"field,omitempty"`
+	Rule  string `cbor:"rule,omitempty"`
+}
+
+// Error returns the server's message.
+func (e *DoorError) Error() string { return e.Msg }
+
+// Unwrap returns the sentinel of Code, and the field error when Field is
+// set.
+func (e *DoorError) Unwrap() []error {
+	var errs []error
+	if s := doorSentinel(e.Code); s != nil {
+		errs = append(errs, s)
+	}
+	if e.Field != "" {
+		errs = append(errs, &records.FieldError{Field: e.Field, Rule: e.Rule})
+	}
+	return errs
+}
+
+// doorCodes are the sentinels a DoorError carries, by code, in the order
+// an error is matched against them.
+var (
+	doorMu    sync.RWMutex
+	doorCodes = []struct {
+		code string
+		err  error
+	}{
+		{"moved", ErrMoved},
+		{"conflict", ErrConflict},
+		{"in_doubt", ErrInDoubt},
+		{"disk_full", ErrDiskFull},
+		{"forbidden", ErrForbidden},
+		{"not_erasable", ErrNotErasable},
+		{"not_found", ErrNotFound},
+		{"closed", ErrClosed},
+		{"corrupt", records.ErrCorrupt},
+		{"invalid", records.ErrInvalid},
+	}
+)
+
+// RegisterDoorError adds a sentinel that the door carries under code, for
+// a layer above the log (the sdk's ErrNeedsAdmin). It is matched before
+// the log's own.
+func RegisterDoorError(code string, sentinel error) {
+	doorMu.Lock()
+	defer doorMu.Unlock()
+	doorCodes = append([]struct {
+		code string
+		err  error
+	}{{code, sentinel}}, doorCodes...)
+}
+
+func doorSentinel(code string) error {
+	doorMu.RLock()
+	defer doorMu.RUnlock()
+	for _, c := range doorCodes {
+		if c.code == code {
+			return c.err
+		}
+	}
+	return nil
+}
+
+// NewDoorError is the DoorError that carries err across the door.
+func NewDoorError(err error) *DoorError {
+	if err == nil {
+		return nil
+	}
+	e := &DoorError{Code: "error", Msg: err.Error()}
+	var de *DoorError
+	if errors.As(err, &de) {
+		e.Code = de.Code
+	} else {
+		doorMu.RLock()
+		for _, c := range doorCodes {
+			if errors.Is(err, c.err) {
+				e.Code = c.code
+				break
+			}
+		}
+		doorMu.RUnlock()
+	}
+	var fe *records.FieldError
+	if errors.As(err, &fe) {
+		e.Field, e.Rule = fe.Field, fe.Rule
+	}
+	return e
+}
+
+// ErrNoDoor reports a door operation on a log that has no door.
+var ErrNoDoor = errors.New("spl/log: no door")
+
+// door is the client side of the door: the subjects of the right the
+// connection holds, and what the server said of itself.
+type door struct {
+	l     *Log
+	right string
+	info  DoorInfoReply
+}
+
+// findDoor asks the server for its door, with the admin right first and
+// then the write right. It returns nil, nil when no door answers (the
+// embedded log, a NATS server that is no spl serve): the log writes to
+// its stream itself. A connection allowed neither (the read right) gets a
+// door of no right, whose writes fail with ErrForbidden.
+func findDoor(ctx context.Context, l *Log) (*door, error) {
+	none := 0
+	for _, right := range []string{DoorAdmin, DoorWrite} {
+		var info DoorInfoReply
+		err := l.doorCall(ctx, DoorSubject(right, DoorInfo), struct{}{}, &info, l.opts.Timeout)
+		if err == nil && info.Err != nil {
+			err = info.Err
+		}
+		switch {
+		case err == nil:
+			if info.Stream != l.opts.Stream {
+				return nil, fmt.Errorf("door: the server writes stream %s, not %s", info.Stream, l.opts.Stream)
+			}
+			return &door{l: l, right: right, info: info}, nil
+		case errors.Is(err, nats.ErrNoResponders):
+			none++
+		case errors.Is(err, ErrForbidden):
+		default:
+			return nil, fmt.Errorf("door: %w", err)
+		}
+	}
+	if none == 2 {
+		return nil, nil
+	}
+	return &door{l: l}, nil
+}
+
+// doorCall sends one request to subject and decodes its answer into out.
+func (l *Log) doorCall(ctx context.Context, subject string, req, out any, timeout time.Duration) error {
+	body, err := cbor.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("door: encode: %w", err)
+	}
+	ctx, cancel := l.c.UntilAnswered(ctx, timeout)
+	defer cancel()
+	sent := time.Now()
+	msg, err := l.c.NC.RequestWithContext(ctx, subject, body)
+	if err != nil {
+		if derr := l.c.DeniedSince(subject, sent); derr != nil {
+			return derr
+		}
+		return err
+	}
+	if err := cbor.Unmarshal(msg.Data, out); err != nil {
+		return fmt.Errorf("door: answer to %s: %w", subject, err)
+	}
+	return nil
+}
+
+// subject is the door's subject of op, or an error wrapping ErrForbidden
+// for a connection without a write right.
+func (d *door) subject(op string) (string, error) {
+	if d.right == "" {
+		return "", fmt.Errorf("%w: this connection's credentials may not write (the read right): nothing was stored", ErrForbidden)
+	}
+	return DoorSubject(d.right, op), nil
+}
+
+// timeout is the time a request of n bytes may take: the log's timeout,
+// and a second more per MiB it carries.
+func (d *door) timeout(n int) time.Duration {
+	return d.l.opts.Timeout + time.Duration(n>>20)*time.Second
+}
+
+// commit sends batch through the door and settles every append of it.
+// An answer that never came leaves each append in doubt: sent again as it
+// was, the server's writer recognises a record it stored and answers the
+// stored entry instead of a second copy.
+func (d *door) commit(batch []*Pending) {
+	batch = admit(batch)
+	if len(batch) == 0 {
+		return
+	}
+	subject, err := d.subject(DoorAppend)
+	if err != nil {
+		for _, p := range batch {
+			p.finish(Entry{}, err)
+		}
+		return
+	}
+	req := DoorAppendRequest{Items: make([]DoorItem, 0, len(batch))}
+	size := 0
+	sent := batch[:0:0]
+	for _, p := range batch {
+		data, err := p.rec.Marshal()
+		if err != nil {
+			p.finish(Entry{}, fmt.Errorf("spl/log: append: %w", err))
+			continue
+		}
+		size += len(data)
+		req.Items = append(req.Items, doorItem(p.rec, data, p.cond, p.after))
+		sent = append(sent, p)
+	}
+	if len(sent) == 0 {
+		return
+	}
+	start := time.Now()
+	var rep DoorAppendReply
+	err = d.l.doorCall(context.Background(), subject, req, &rep, d.timeout(size))
+	if err == nil && rep.Err != nil {
+		err = rep.Err
+	}
+	if err == nil && len(rep.Results) != len(sent) {
+		err = fmt.Errorf("door: %d results for %d records", len(rep.Results), len(sent))
+	}
+	d.l.observeDoor(len(sent), size, time.Since(start), err)
+	if err != nil {
+		if !errors.Is(err, ErrForbidden) && !errors.Is(err, records.ErrInvalid) {
+			err = fmt.Errorf("%w: %w", ErrInDoubt, err)
+		}
+		for _, p := range sent {
+			p.finish(Entry{}, fmt.Errorf("spl/log: append: %w", err))
+		}
+		return
+	}
+	for i, p := range sent {
+		e, err := doorEntry(p.rec, rep.Results[i].ID, rep.Results[i].Clock, rep.Results[i].Prev, rep.Results[i].Stored, rep.Results[i].Err)
+		if err != nil {
+			err = fmt.Errorf("spl/log: append: %w", err)
+		}
+		p.finish(e, err)
+	}
+}
+
+// doorItem is the DoorItem of rec, encoded as data.
+func doorItem(rec *records.Record, data []byte, cond bool, after uint64) DoorItem {
+	it := DoorItem{Record: data, Cond: cond, After: after}
+	if rec.Sig != nil {
+		it.Sig = rec.Sig.String()
+	}
+	return it
+}
+
+// doorEntry is the entry of a record the door answered for: rec chained on
+// prev, or the record as stored when the server sent it.
+func doorEntry(rec *records.Record, id []byte, clock uint64, prev, stored []byte, derr *DoorError) (Entry, error) {
+	if derr != nil {
+		return Entry{}, derr
+	}
+	want, err := records.IDFromBytes(id)
+	if err != nil {
+		return Entry{}, fmt.Errorf("door: answer: id: %w", err)
+	}
+	var sealed *records.Record
+	if len(stored) > 0 {
+		if sealed, err = records.Unmarshal(stored); err != nil {
+			return Entry{}, fmt.Errorf("door: answer: stored record: %w", err)
+		}
+	} else {
+		p, err := records.IDFromBytes(prev)
+		if err != nil && len(prev) > 0 {
+			return Entry{}, fmt.Errorf("door: answer: prev: %w", err)
+		}
+		sealed = rec.WithPrev(p)
+	}
+	if err := sealed.Verify(want); err != nil {
+		return Entry{}, fmt.Errorf("door: answer does not match the record: %w", err)
+	}
+	return Entry{Clock: clock, ID: want, Record: sealed}, nil
+}
+
+// observeDoor reports one request of the door to Options.Observe.
+func (l *Log) observeDoor(n, size int, took time.Duration, err error) {
+	if l.opts.Observe != nil {
+		l.opts.Observe(BatchStats{Records: n, Bytes: size, Commit: took, Err: err})
+	}
+}
+
+// erase sends a sealed erasure record through the door.
+func (d *door) erase(ctx context.Context, rec *records.Record, o eraseOptions) (EraseResult, error) {
+	subject, err := d.subject(DoorErase)
+	if err != nil {
+		return EraseResult{}, err
+	}
+	data, err := rec.Marshal()
+	if err != nil {
+		return EraseResult{}, err
+	}
+	var rep DoorEraseReply
+	if err := d.l.doorCall(ctx, subject, DoorEraseRequest{Item: doorItem(rec, data, o.cond, o.after)}, &rep, d.timeout(len(data))); err != nil {
+		return EraseResult{}, fmt.Errorf("erase: %w", err)
+	}
+	if rep.Err != nil {
+		return EraseResult{}, rep.Err
+	}
+	e, err := doorEntry(rec, rep.ID, rep.Clock, rep.Prev, nil, nil)
+	if err != nil {
+		return EraseResult{}, err
+	}
+	res := EraseResult{Erasure: e}
+	for _, b := range rep.Erased {
+		id, err := records.IDFromBytes(b)
+		if err != nil {
+			return res, fmt.Errorf("door: answer: erased: %w", err)
+		}
+		res.Erased = append(res.Erased, id)
+	}
+	for _, b := range rep.Already {
+		id, err := records.IDFromBytes(b)
+		if err != nil {
+			return res, fmt.Errorf("door: answer: already: %w", err)
+		}
+		res.Already = append(res.Already, id)
+	}
+	return res, nil
+}
+
+// Door reports whether the log writes through spl serve's door.
+func (l *Log) Door() bool { return l.door != nil }
+
+// DoorCall sends one blob operation through the door (see
+// DoorBlobRequest): for the sdk's blobs of runs, which a door log may not
+// write to their bucket itself.
+func (l *Log) DoorCall(ctx context.Context, op string, req DoorBlobRequest) (DoorBlobReply, error) {
+	if l.door == nil {
+		return DoorBlobReply{}, ErrNoDoor
+	}
+	subject, err := l.door.subject(op)
+	if err != nil {
+		return DoorBlobReply{}, err
+	}
+	var rep DoorBlobReply
+	if err := l.doorCall(ctx, subject, req, &rep, l.door.timeout(len(req.Data))); err != nil {
+		return DoorBlobReply{}, fmt.Errorf("%s %s: %w", op, req.Name, err)
+	}
+	if rep.Err != nil {
+		return DoorBlobReply{}, rep.Err
+	}
+	return rep, nil
+}
+
+// DoorPart is the most a blob operation carries in one request: a part
+// of a blob, well under the server's largest request.
+func (l *Log) DoorPart() int {
+	if l.door == nil || l.door.info.MaxRequest <= 0 {
+		return 1 << 20
+	}
+	return max(l.door.info.MaxRequest/2, 64<<10)
+}
