@@ -23,6 +23,12 @@ var (
 	ErrBusy = errors.New("spl/projections: projection held by another process")
 	// ErrUnknown reports a projection name that the runtime does not run.
 	ErrUnknown = errors.New("spl/projections: no such projection")
+	// ErrReadOnly reports a change asked of a read-only runtime
+	// (Options.ReadOnly): it applies nothing and empties nothing.
+	ErrReadOnly = errors.New("spl/projections: read-only: the server runs this projection")
+	// ErrNoModels reports a read-only runtime whose read models do not
+	// exist (yet): no server has run the projection on this log.
+	ErrNoModels = errors.New("spl/projections: no read models")
 )
 
 // BehindError reports a wait for a projection that timed out or was

@@ -47,6 +47,12 @@ type Options struct {
 	// waiting, from the first batch held; 1s when zero. Readers see
 	// changes only once they are stored.
 	MaxHold time.Duration
+	// ReadOnly makes a runtime that only reads and waits: it creates no
+	// bucket, takes no lease and never applies the log itself. Wait waits
+	// for the process that runs the projection (spl serve); Run, CatchUp
+	// and Rebuild return ErrReadOnly. For a client whose credentials write
+	// no bucket: a door client of spl serve.
+	ReadOnly bool
 	// Replicas of the buckets when New creates them; 1 when zero.
 	Replicas int
 	// Timeout bounds one request to the server; 10s when zero.
@@ -161,6 +167,9 @@ func New(ctx context.Context, c *natsio.Conn, l *log.Log, f Fold, opts Options) 
 	r.models = r.store
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
+	if opts.ReadOnly {
+		return r, r.bindMeta(ctx)
+	}
 	for _, m := range f.Models() {
 		if err := r.store.ensure(ctx, m); err != nil {
 			return nil, fmt.Errorf("spl/projections: %s: %w", f.Name(), err)
@@ -185,6 +194,34 @@ func New(ctx context.Context, c *natsio.Conn, l *log.Log, f Fold, opts Options) 
 	}
 	r.meta = meta
 	return r, nil
+}
+
+// modelsWait is how long a read-only runtime waits for a starting
+// server to create the read models' buckets.
+const modelsWait = 2 * time.Second
+
+// bindMeta binds a read-only runtime to the meta bucket, waiting up to
+// modelsWait for a server that is starting to create it.
+func (r *Runtime) bindMeta(ctx context.Context) error {
+	name := BucketName(r.log.StreamName(), MetaModel)
+	deadline := time.Now().Add(modelsWait)
+	for {
+		meta, err := r.conn.JS.KeyValue(ctx, name)
+		switch {
+		case err == nil:
+			r.meta = meta
+			return nil
+		case !errors.Is(err, jetstream.ErrBucketNotFound):
+			return fmt.Errorf("spl/projections: meta bucket: %w", err)
+		case time.Now().After(deadline):
+			return fmt.Errorf("%w: bucket %s is missing: run spl serve on this log, which keeps the read models", ErrNoModels, name)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("spl/projections: meta bucket: %w", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // Name is the projection's name.
@@ -254,6 +291,9 @@ func (r *Runtime) writePosition(ctx context.Context, p position, rev uint64, hol
 // lease, and stands by, ready to take over, while another process does.
 // It returns nil when ctx ends.
 func (r *Runtime) Run(ctx context.Context) error {
+	if r.opts.ReadOnly {
+		return ErrReadOnly
+	}
 	ls := r.newLease()
 	wake, unsub := r.notify(r.leaseKey())
 	defer unsub()
@@ -306,6 +346,9 @@ func (r *Runtime) notify(key string) (<-chan struct{}, func()) {
 // the lease, applies, and gives the lease back. It returns ErrBusy when
 // another process holds the lease.
 func (r *Runtime) CatchUp(ctx context.Context, clock uint64) error {
+	if r.opts.ReadOnly {
+		return ErrReadOnly
+	}
 	ls := r.newLease()
 	ok, v, err := ls.acquire(ctx)
 	if err != nil {
@@ -334,6 +377,9 @@ func (r *Runtime) CatchUp(ctx context.Context, clock uint64) error {
 // interrupted (ctx, a crash) is resumed, not restarted, by the next
 // Rebuild, and by any projector of the projection meanwhile.
 func (r *Runtime) Rebuild(ctx context.Context, progress func(done, total uint64)) error {
+	if r.opts.ReadOnly {
+		return ErrReadOnly
+	}
 	ls := r.newLease()
 	for {
 		ok, _, err := ls.acquire(ctx)

@@ -58,7 +58,8 @@ func (r *Runtime) Status(ctx context.Context) (Status, error) {
 }
 
 // Wait waits until the projection has applied clock. When no process runs
-// the projection, it catches the projection up itself (CatchUp). When ctx
+// the projection, it catches the projection up itself (CatchUp), unless
+// the runtime is read-only. When ctx
 // ends first, it returns a *BehindError that says where the projection
 // is; give ctx a deadline.
 func (r *Runtime) Wait(ctx context.Context, clock uint64) error {
@@ -102,7 +103,7 @@ func (r *Runtime) WaitApplied(ctx context.Context, clock uint64) (uint64, error)
 		holder = ""
 		if ls.live(v, rev) {
 			holder = v.Holder
-		} else if ctx.Err() == nil {
+		} else if ctx.Err() == nil && !r.opts.ReadOnly {
 			// Nobody runs it: run it here, as far as the wait needs.
 			err := r.CatchUp(ctx, clock)
 			switch {
