@@ -81,7 +81,13 @@ type config struct {
 	requireSigned   bool
 	bindingsByAdmin bool // WithBindingsByAdmin (rights.go)
 	noSigning       bool
+	noDoor          bool // WithoutDoor
 }
+
+// WithoutDoor makes the client write the log's stream itself even where
+// spl serve's door answers (log.Options.NoDoor): the option of the
+// server's own client, which serves the door.
+func WithoutDoor() Option { return func(c *config) { c.noDoor = true } }
 
 // WithDir sets the data directory of the embedded log. The default is
 // $SPL_HOME, else ~/.spl.
@@ -205,7 +211,7 @@ type Client struct {
 	keys       keyCache       // actor key bindings the sign path last read (actor.go)
 
 	blobOnce  sync.Once
-	blobStore *natsio.Blobs // payloads of runs too large for a record (run_write.go)
+	blobStore blobStore // payloads of runs too large for a record (run_write.go)
 }
 
 func newConfig(opts []Option) config {
@@ -271,7 +277,7 @@ func open(ctx context.Context, cfg config, co natsio.Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spl/log: %w", err)
 	}
-	l, err := splog.On(ctx, conn, splog.Options{Replicas: cfg.replicas, Timeout: cfg.timeout, Observe: cfg.observe, MarkDir: cfg.markDir})
+	l, err := splog.On(ctx, conn, splog.Options{Replicas: cfg.replicas, Timeout: cfg.timeout, Observe: cfg.observe, MarkDir: cfg.markDir, NoDoor: cfg.noDoor})
 	if err != nil {
 		conn.Close()
 		return nil, err

@@ -80,6 +80,10 @@ func (c *Client) Erase(ctx context.Context, thread, actor string, ids []records.
 			return EraseResult{}, err
 		}
 	}
+	if c.log.Door() {
+		// spl serve deletes the blobs of what it erases (EraseRecord).
+		return c.erase(ctx, thread, actor, ids, reason, MaxErasureTargets)
+	}
 	blobs := c.runBlobs(ctx, thread, ids) // payloads a run stored beside the log
 	res, err := c.erase(ctx, thread, actor, ids, reason, MaxErasureTargets)
 	if berr := c.eraseBlobs(ctx, blobs, res.Erased); berr != nil {

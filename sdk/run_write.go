@@ -13,7 +13,6 @@ import (
 	"github.com/fxamacker/cbor/v2"
 	"github.com/zeebo/blake3"
 
-	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/records"
 )
 
@@ -630,8 +629,22 @@ func (c *Client) effectOutput(ctx context.Context, e RecordedEffect, thread, run
 	return out, nil
 }
 
+// blobStore is a blob bucket: the bucket itself, or spl serve's door to
+// it (doorBlobs).
+type blobStore interface {
+	Put(ctx context.Context, name string, data []byte) error
+	Get(ctx context.Context, name string) ([]byte, error)
+	Delete(ctx context.Context, name string) error
+}
+
 // blobs is the client's blob bucket (BlobBucket).
-func (c *Client) blobs() *natsio.Blobs {
-	c.blobOnce.Do(func() { c.blobStore = c.conn.Blobs(BlobBucket, c.cfg.replicas) })
+func (c *Client) blobs() blobStore {
+	c.blobOnce.Do(func() {
+		if c.log.Door() {
+			c.blobStore = doorBlobs{l: c.log}
+		} else {
+			c.blobStore = c.conn.Blobs(BlobBucket, c.cfg.replicas)
+		}
+	})
 	return c.blobStore
 }
