@@ -725,21 +725,17 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	default:
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
-		st, err := l.Stats(ctx)
-		if err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, healthJSON{Status: "unavailable", Stream: l.StreamName(), Error: err.Error(), Warnings: warn})
-			return
-		}
-		loss, err := l.CheckMark(ctx)
+		h := l.Health(ctx)
 		switch {
-		case err != nil:
-			writeJSON(w, http.StatusServiceUnavailable, healthJSON{Status: "unavailable", Stream: l.StreamName(), Error: err.Error(), Warnings: warn})
-		case loss != nil:
-			s.logger.Error("loss: the log is behind its high-water mark", "from", loss.From, "to", loss.To, "reason", loss.Reason)
-			writeJSON(w, http.StatusServiceUnavailable, healthJSON{Status: "loss", Stream: l.StreamName(), LastClock: st.LastClock,
-				Error: loss.Error(), Missing: &clockRange{From: loss.From, To: loss.To}, Warnings: warn})
+		case h.Loss != nil:
+			s.logger.Error("loss: the log is behind its high-water mark", "from", h.Loss.From, "to", h.Loss.To, "reason", h.Loss.Reason)
+			writeJSON(w, http.StatusServiceUnavailable, healthJSON{Status: h.Status, Stream: l.StreamName(), LastClock: h.LastClock,
+				Error: h.Err.Error(), Missing: &clockRange{From: h.Loss.From, To: h.Loss.To}, Warnings: warn})
+		case !h.OK():
+			s.logger.Error("unhealthy", "status", h.Status, "err", h.Err)
+			writeJSON(w, http.StatusServiceUnavailable, healthJSON{Status: h.Status, Stream: l.StreamName(), LastClock: h.LastClock, Error: h.Err.Error(), Warnings: warn})
 		default:
-			writeJSON(w, http.StatusOK, healthJSON{Status: "ok", Stream: l.StreamName(), LastClock: st.LastClock, Warnings: warn})
+			writeJSON(w, http.StatusOK, healthJSON{Status: "ok", Stream: l.StreamName(), LastClock: h.LastClock, Warnings: warn})
 		}
 	}
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
 	splog "github.com/spl-dev/spl/log"
-	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
 )
 
@@ -17,21 +17,21 @@ import (
 //
 // When the listener's credentials are tokens (the data directory's, or
 // Config.Token), a NATS client's token gives it one of three rights, as
-// over HTTP:
+// over HTTP. Each is an allow-list: what it names, and nothing else.
 //
-//	admin-token  everything: the server's own connection, and an
-//	             administrator binding actor keys (spl actor bind)
-//	token        writing records and erasing them, but not the actor key
-//	             bindings (thread spl/actors) and not deleting the
-//	             stream; under RequireSigned, no publish to the log at
-//	             all: writes go through the HTTP API, where the
-//	             service layer checks every signature
+//	admin-token  everything: the server's own connections, and an
+//	             administrator (binding actor keys, repairing a stream)
+//	token        reading as the read right does, and writing through the
+//	             door alone (door.go): records, erasures and run blobs,
+//	             each checked by the service layer. No publish to the
+//	             log's subjects, and no JetStream API that changes a
+//	             stream, a consumer, a message or a bucket
 //	read-token   reading: direct gets of any stream, stream info, and
-//	             subscriptions to records as they are published; no
-//	             publish to any stream and no JetStream API that
-//	             changes anything (not even a consumer: a push
-//	             consumer's deliver subject would republish records
-//	             into another stream)
+//	             subscriptions to records as they are published and to
+//	             the read models' changes; no publish to any stream and
+//	             no JetStream API that changes anything (not even a
+//	             consumer: a push consumer's deliver subject would
+//	             republish records into another stream)
 //
 // The server drops a publish that a right does not allow and tells the
 // client asynchronously; spl's clients turn that into log.ErrForbidden at
@@ -41,35 +41,42 @@ import (
 // AdminTokenFile is the name of the admin token in the data directory.
 const AdminTokenFile = "admin-token"
 
+// readPublish is what the read right may publish: requests that read.
+var readPublish = []string{
+	"$JS.API.INFO",
+	"$JS.API.STREAM.INFO.>",
+	"$JS.API.STREAM.NAMES",
+	"$JS.API.STREAM.LIST",
+	"$JS.API.DIRECT.GET.>",
+	"$JS.API.STREAM.MSG.GET.>",
+}
+
+// readSubscribe is what the read and write rights may subscribe to:
+// replies, records as they are published, the read models' changes (a
+// wait for a projection wakes on them), and the stream's leader
+// elections (a log's reads wait on them: natsio.Conn.WakeOnLeader).
+var readSubscribe = []string{
+	nats.InboxPrefix + ">",
+	splog.SubjectPrefix + ".>",
+	"$KV.>",
+	"$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.>",
+}
+
 // readerPermissions is the read right on NATS.
 func readerPermissions() *server.Permissions {
 	return &server.Permissions{
-		Publish: &server.SubjectPermission{Allow: []string{
-			"$JS.API.INFO",
-			"$JS.API.STREAM.INFO.>",
-			"$JS.API.STREAM.NAMES",
-			"$JS.API.STREAM.LIST",
-			"$JS.API.DIRECT.GET.>",
-			"$JS.API.STREAM.MSG.GET.>",
-		}},
-		// Replies, records as they are published, and the stream's leader
-		// elections (a log's reads wait on them: natsio.Conn.WakeOnLeader).
-		Subscribe: &server.SubjectPermission{Allow: []string{nats.InboxPrefix + ">", splog.SubjectPrefix + ".>",
-			"$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.>"}},
+		Publish:   &server.SubjectPermission{Allow: readPublish},
+		Subscribe: &server.SubjectPermission{Allow: readSubscribe},
 	}
 }
 
-// writerPermissions is the write right on NATS.
-func writerPermissions(requireSigned bool) *server.Permissions {
-	deny := []string{
-		splog.ThreadSubject(records.ActorThread), // an administrator's
-		"$JS.API.STREAM.DELETE.>",
+// writerPermissions is the write right on NATS: the read right, and the
+// door's write subjects.
+func writerPermissions() *server.Permissions {
+	return &server.Permissions{
+		Publish:   &server.SubjectPermission{Allow: append(slices.Clone(readPublish), splog.DoorSubject(splog.DoorWrite, ">"))},
+		Subscribe: &server.SubjectPermission{Allow: readSubscribe},
 	}
-	if requireSigned {
-		// Every record goes through the service layer's signature check.
-		deny = append(deny, splog.SubjectPrefix+".>")
-	}
-	return &server.Permissions{Publish: &server.SubjectPermission{Deny: deny}}
 }
 
 // tokenAuth authenticates NATS clients by token, with the right of the
@@ -115,7 +122,7 @@ func (s *Server) natsRights(secret func(string) (string, error)) error {
 		admin:  admin,
 		write:  s.cfg.Token,
 		read:   s.cfg.HTTPReadToken,
-		writer: writerPermissions(s.cfg.RequireSigned),
+		writer: writerPermissions(),
 		reader: readerPermissions(),
 	}
 	s.own = append(s.own[:len(s.own):len(s.own)], nats.Token(admin)) // the last Token option wins

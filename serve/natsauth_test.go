@@ -95,6 +95,12 @@ func TestNATSRights(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// A read model's bucket, as the projectors keep them, for the puts
+	// the other rights must be refused.
+	aconn, alog := natsLog(t, s, admin)
+	if _, err := aconn.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "SPL_index_threads"}); err != nil {
+		t.Fatalf("admin token: create a bucket: %v", err)
+	}
 
 	// Read: the record's body comes back, by direct get.
 	rconn, rlog := natsLog(t, s, read)
@@ -111,41 +117,22 @@ func TestNATSRights(t *testing.T) {
 		t.Fatalf("read token: stream info: %v", err)
 	}
 	before, _ := stream.Info(ctx)
-	short, stop := context.WithTimeout(ctx, time.Second)
-	if _, err := rconn.JS.Publish(short, log.RecordSubject("th_rights", "note.text"), []byte("raw bytes")); err == nil {
-		t.Error("read token published raw bytes into the stream")
-	}
-	stop()
-	short, stop = context.WithTimeout(ctx, time.Second)
-	if err := stream.Purge(short); err == nil {
-		t.Error("read token purged the stream")
-	}
-	stop()
-	short, stop = context.WithTimeout(ctx, time.Second)
-	if err := rconn.JS.DeleteStream(short, log.DefaultStream); err == nil {
-		t.Error("read token deleted the stream")
-	}
-	stop()
-	short, stop = context.WithTimeout(ctx, time.Second)
-	if _, err := rconn.JS.CreateOrUpdateConsumer(short, log.DefaultStream, jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}); err == nil {
-		t.Error("read token created a consumer")
-	}
-	stop()
+	attack(t, "read token", rconn)
 
-	// Write: records, not bindings, not the stream's deletion.
+	// Write: records through the door, not bindings, and nothing below
+	// the service layer.
 	wconn, wlog := natsLog(t, s, write)
+	if !wlog.Door() {
+		t.Fatal("write token: the log does not write through the door")
+	}
 	if _, err := appendNote(t, wlog, "th_rights"); err != nil {
 		t.Fatalf("write token: append: %v", err)
 	}
 	start := time.Now()
-	if _, err := wlog.Append(ctx, binding(t)); !errors.Is(err, log.ErrForbidden) || time.Since(start) > 3*time.Second {
-		t.Fatalf("write token bound a key: %v after %v, want ErrForbidden at once", err, time.Since(start))
+	if _, err := wlog.Append(ctx, binding(t)); !errors.Is(err, sdk.ErrNeedsAdmin) || time.Since(start) > 3*time.Second {
+		t.Fatalf("write token bound a key: %v after %v, want ErrNeedsAdmin at once", err, time.Since(start))
 	}
-	short, stop = context.WithTimeout(ctx, time.Second)
-	if err := wconn.JS.DeleteStream(short, log.DefaultStream); err == nil {
-		t.Error("write token deleted the stream")
-	}
-	stop()
+	attack(t, "write token", wconn)
 	after, err := stream.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -153,11 +140,87 @@ func TestNATSRights(t *testing.T) {
 	if after.State.Msgs != before.State.Msgs+1 {
 		t.Errorf("stream holds %d messages, want %d: the write token's one append alone", after.State.Msgs, before.State.Msgs+1)
 	}
+	if cfg := after.Config; cfg.MaxMsgs > 0 || len(cfg.Sources) > 0 || cfg.Mirror != nil {
+		t.Errorf("stream configuration changed: %+v", cfg)
+	}
 
 	// Admin: bindings.
-	_, alog := natsLog(t, s, admin)
 	if _, err := alog.Append(ctx, binding(t)); err != nil {
 		t.Fatalf("admin token: bind a key: %v", err)
+	}
+}
+
+// attack tries, with conn, what no right but the admin's may do below the
+// service layer, and fails t for each that the server takes: raw bytes
+// and an unchecked record published into the log, a purge, a stream
+// edit that drops records or sources another stream, a stream created, a
+// consumer, a message deleted, a value put into a read model's bucket.
+func attack(t *testing.T, who string, conn *natsio.Conn) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	try := func(what string, f func(context.Context) error) {
+		short, stop := context.WithTimeout(ctx, time.Second)
+		defer stop()
+		if err := f(short); err == nil {
+			t.Errorf("%s: %s: allowed", who, what)
+		}
+	}
+	rec, err := records.New(records.ActSay, "note.text", "th_rights", "did:sync:agent:nats", time.Now(), map[string]any{"text": "unchecked"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := rec.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := conn.JS.Stream(ctx, log.DefaultStream)
+	if err != nil {
+		t.Fatalf("%s: stream info: %v", who, err)
+	}
+	cfg := stream.CachedInfo().Config
+	try("publish raw bytes into the log", func(ctx context.Context) error {
+		_, err := conn.JS.Publish(ctx, log.RecordSubject("th_rights", "note.text"), []byte("raw bytes"))
+		return err
+	})
+	try("publish a record past the service layer", func(ctx context.Context) error {
+		_, err := conn.JS.Publish(ctx, log.RecordSubject("th_rights", "note.text"), data)
+		return err
+	})
+	try("purge the stream", func(ctx context.Context) error { return stream.Purge(ctx) })
+	try("purge one thread", func(ctx context.Context) error {
+		return stream.Purge(ctx, jetstream.WithPurgeSubject(log.ThreadSubject("th_rights")))
+	})
+	try("delete a message", func(ctx context.Context) error { return stream.DeleteMsg(ctx, 1) })
+	try("delete the stream", func(ctx context.Context) error { return conn.JS.DeleteStream(ctx, log.DefaultStream) })
+	try("keep one message", func(ctx context.Context) error {
+		c := cfg
+		c.MaxMsgs = 1
+		_, err := conn.JS.UpdateStream(ctx, c)
+		return err
+	})
+	try("create a stream that sources the log", func(ctx context.Context) error {
+		_, err := conn.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "EVIL", Sources: []*jetstream.StreamSource{{Name: log.DefaultStream}}})
+		return err
+	})
+	try("create a consumer", func(ctx context.Context) error {
+		_, err := conn.JS.CreateOrUpdateConsumer(ctx, log.DefaultStream, jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+		return err
+	})
+	buckets := 0
+	for name := range conn.JS.KeyValueStoreNames(ctx).Name() {
+		try("put into bucket "+name, func(ctx context.Context) error {
+			kv, err := conn.JS.KeyValue(ctx, name)
+			if err != nil {
+				return err
+			}
+			_, err = kv.Put(ctx, "evil", []byte("x"))
+			return err
+		})
+		buckets++
+	}
+	if buckets == 0 {
+		t.Errorf("%s: no bucket listed to try a put into", who)
 	}
 }
 
@@ -204,13 +267,69 @@ func TestHTTPAdminRight(t *testing.T) {
 	}
 }
 
-// Under RequireSigned a NATS client with the write token cannot publish
-// records at all: they would skip the signature check of the service
-// layer, which HTTP writes go through.
+// Under RequireSigned a NATS client with the write token writes through
+// the door, where the service layer checks every signature as it does
+// over HTTP: an unsigned record is refused naming the actor, a record
+// signed by its actor's key is stored.
 func TestRequireSignedNATS(t *testing.T) {
 	s := start(t, Config{RequireSigned: true})
 	_, wlog := natsLog(t, s, dirSecret(t, s, natsio.TokenFile))
-	if d, err := appendNote(t, wlog, "th_unsigned"); !errors.Is(err, log.ErrForbidden) || d > 3*time.Second {
-		t.Fatalf("write token appended over NATS under RequireSigned: %v after %v, want ErrForbidden at once", err, d)
+	var fe *records.FieldError
+	if _, err := appendNote(t, wlog, "th_unsigned"); !errors.As(err, &fe) || fe.Field != "actor" {
+		t.Fatalf("write token appended unsigned over NATS under RequireSigned: %v, want a refusal of field actor", err)
+	}
+	key, did, err := sdk.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := records.New(records.ActSay, "note.text", "th_signed", did, time.Now(), map[string]any{"text": "signed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Sign(key)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	e, err := wlog.Append(ctx, rec)
+	if err != nil {
+		t.Fatalf("signed record over NATS: %v", err)
+	}
+	got, err := wlog.Head(ctx, "th_signed")
+	if err != nil || got.ID != e.ID || got.Record.Sig == nil {
+		t.Fatalf("head of th_signed: %+v, %v; want the signed record %s", got, err, e.ID)
+	}
+}
+
+// A stream changed behind the log's back (here with the admin token, as
+// an operator's slip would) is reported by /healthz, which answers 503
+// naming the change, and refused by every log that opens on it.
+func TestStreamChangedBehindItsBack(t *testing.T) {
+	s := start(t, Config{})
+	admin, write := dirSecret(t, s, AdminTokenFile), dirSecret(t, s, natsio.TokenFile)
+	var h healthJSON
+	if code := call(t, "GET", base(s)+"/healthz", "", &h); code != 200 || h.Status != "ok" {
+		t.Fatalf("healthz before: %d %+v", code, h)
+	}
+	aconn, _ := natsLog(t, s, admin)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	stream, err := aconn.JS.Stream(ctx, log.DefaultStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := stream.CachedInfo().Config
+	cfg.MaxMsgs = 5
+	if _, err := aconn.JS.UpdateStream(ctx, cfg); err != nil {
+		t.Fatalf("admin: edit the stream: %v", err)
+	}
+	if code := call(t, "GET", base(s)+"/healthz", "", &h); code != http.StatusServiceUnavailable || h.Status != "changed" || !strings.Contains(h.Error, "max_msgs 5") {
+		t.Fatalf("healthz after the edit: %d %+v, want 503 changed naming max_msgs 5", code, h)
+	}
+	conn, err := natsio.Dial(ctx, natsio.Options{URL: s.NATSURL(), Timeout: 5 * time.Second, NATSOptions: []nats.Option{nats.Token(write)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := log.On(ctx, conn, log.Options{Timeout: 5 * time.Second, NoMark: true}); !errors.Is(err, log.ErrStreamChanged) {
+		t.Fatalf("open on the changed stream: %v, want ErrStreamChanged", err)
 	}
 }

@@ -74,6 +74,7 @@ type Server struct {
 	adminToken string
 
 	c     atomic.Pointer[sdk.Client] // the service layer, once the log is open
+	door  *door                      // the door of NATS clients' writes (door.go)
 	ready chan struct{}
 
 	httpSrv *http.Server
@@ -173,6 +174,11 @@ func (s *Server) Start(ctx context.Context) error {
 
 	s.bg, s.bgCancel = context.WithCancel(context.Background())
 	s.tails, s.tailStop = context.WithCancel(context.Background())
+	if err := s.startDoor(); err != nil {
+		s.bgCancel()
+		s.stopNATS()
+		return fmt.Errorf("spl/serve: %w", err)
+	}
 	if followDisk {
 		s.bgWG.Add(1)
 		go s.followDisk()
@@ -230,6 +236,7 @@ func (s *Server) openLog() {
 		sdk.WithActor(""), // every request names its actor
 		sdk.WithMarkDir(s.cfg.Dir),
 		sdk.WithoutSigning(), // a client's record is signed by its author or not at all
+		sdk.WithoutDoor(),    // it is the door (door.go)
 	}
 	if s.cfg.RequireSigned {
 		opts = append(opts, sdk.WithRequireSigned())
@@ -351,6 +358,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 				errs = append(errs, fmt.Errorf("http shutdown: %w", err))
 				_ = s.httpSrv.Close()
 			}
+		}
+		if s.door != nil {
+			s.door.stop()
 		}
 		s.bgCancel()
 		s.bgWG.Wait()
