@@ -180,6 +180,7 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("spl/serve: %w", err)
 	}
 	if followDisk {
+		s.raiseStoreLimit() // at once, from the server's own count of used bytes
 		s.bgWG.Add(1)
 		go s.followDisk()
 	}

@@ -1,8 +1,6 @@
 package serve
 
 import (
-	"io/fs"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -15,13 +13,14 @@ import (
 // free when it starts plus 75% of what its store holds, frozen until the
 // next start: a server started on a nearly full disk refuses every append
 // ("insufficient resources") even after space is freed, until it is
-// restarted (faults.md, "disk full"). spl serve's clients publish to its
+// restarted (faults.md, "disk full"). spl serve's admin may publish to its
 // NATS listener directly, so the embedded log's policy (no limit of the
 // server's own, a free-space check before each write) cannot hold here:
 // nothing stands between a client and the store, and a server that meets
 // ENOSPC takes no more writes to the stream until it restarts. So when
-// the config leaves the limit unset, the server starts with the same
-// limit nats-server would choose, set explicitly, and every
+// the config leaves the limit unset, the server starts with a limit of
+// its own, set explicitly (initStoreLimit), raises it at once to what the
+// store holds, and every
 // storeLimitEvery, once the store has used three quarters of it, raises
 // it (nats-server can raise a limit while it runs, never lower it) to
 //
@@ -43,20 +42,25 @@ const storeReserveMax = 1 << 30
 // options: free space moves by small amounts all the time.
 const storeLimitSlack = 1 << 20
 
-// initStoreLimit sets the server's storage limit explicitly, as
-// nats-server would set it (75% of the store's files and of the free
-// space), unless the config sets one. It reports
-// whether the limit is spl's to follow.
+// initStoreLimit sets the server's storage limit explicitly, to three
+// quarters of the disk's free space, unless the config sets one. It
+// reports whether the limit is spl's to follow. The store's own bytes are
+// not counted in: its files hold more than nats-server counts as used
+// (superseded revisions of the read models' buckets, metadata), so a
+// limit made of them could leave room the disk does not have, and a write
+// into it meets ENOSPC, after which nats-server takes no more writes to
+// the stream until it restarts. A limit below what the store holds only
+// refuses writes cleanly, and the server raises it at once from its own
+// count of used bytes (raiseStoreLimit, before followDisk).
 func initStoreLimit(o *server.Options, dir string) bool {
 	if o.JetStreamMaxStore != 0 {
 		return false // configured (or -1 asked for explicitly: nats-server's own)
 	}
-	stored := storeSize(filepath.Join(dir, "jetstream"))
 	free, _, ok := diskSpace(dir)
 	if !ok {
 		return false // cannot tell: nats-server's own limit
 	}
-	o.JetStreamMaxStore = max(stored/4*3+free/4*3, 1)
+	o.JetStreamMaxStore = max(free/4*3, 1) // never more than the disk holds
 	return true
 }
 
@@ -79,21 +83,6 @@ func diskSpace(dir string) (free, size int64, ok bool) {
 		return 0, 0, false
 	}
 	return int64(st.Bavail) * int64(st.Bsize), int64(st.Blocks) * int64(st.Bsize), true
-}
-
-// storeSize is the size of the files under dir (the store before the
-// server has recovered it).
-func storeSize(dir string) int64 {
-	var n int64
-	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			if info, err := d.Info(); err == nil {
-				n += info.Size()
-			}
-		}
-		return nil
-	})
-	return n
 }
 
 // followDisk raises the server's storage limit as the disk allows, every
