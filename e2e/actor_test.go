@@ -179,8 +179,8 @@ func TestBindThroughServe(t *testing.T) {
 	}
 	start := time.Now()
 	r := bind(filepath.Join(h.dir, "token"))
-	if r.code != 3 || !strings.Contains(r.stderr, "permission denied") || !strings.Contains(r.stderr, "admin-token") {
-		t.Fatalf("bind with the write token: exit %d, stderr %q; want exit 3, permission denied, naming the admin token", r.code, r.stderr)
+	if r.code != 3 || !strings.Contains(r.stderr, "needs the admin right") || !strings.Contains(r.stderr, "admin-token") {
+		t.Fatalf("bind with the write token: exit %d, stderr %q; want exit 3, needs the admin right, naming the admin token", r.code, r.stderr)
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("the refused bind took %v", d)

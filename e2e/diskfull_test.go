@@ -67,6 +67,7 @@ func fill(t *testing.T, dir string) string {
 // at once with exit 3 and an error that says the disk is full, and once
 // space is freed appends work again.
 func TestDiskFull(t *testing.T) {
+	needFaults(t)
 	mnt := mountSmall(t, "20m")
 	h := newHome(t)
 	h.dir = filepath.Join(mnt, "spl")

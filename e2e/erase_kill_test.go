@@ -25,6 +25,7 @@ import (
 // every file under the data directory is scanned for the erased bodies,
 // each of which held a marker of its own: none may be left.
 func TestEraseKilled(t *testing.T) {
+	needFaults(t)
 	if testing.Short() {
 		t.Skip("seeds 9 MiB and erases 400 records several times")
 	}

@@ -18,6 +18,7 @@ import (
 // Every command must succeed, well within its --timeout: a request lost
 // with the owner is sent again to the next owner, not waited out.
 func TestOwnerKilledDuringOpen(t *testing.T) {
+	needFaults(t)
 	const rounds, cmds, bound = 12, 4, 8 * time.Second
 	h := newHome(t)
 	a := h.save(t, "th_owner", "to erase")

@@ -75,6 +75,7 @@ func TestPowerLossServe(t *testing.T) { powerLoss(t, true, false) }
 func TestPowerLossCaught(t *testing.T) { powerLoss(t, false, true) }
 
 func powerLoss(t *testing.T, serve, nosync bool) {
+	needFaults(t)
 	needLazyFS(t)
 	writer := buildHelper(t, "./e2e/internal/powerwriter")
 	mnt, backing := t.TempDir(), t.TempDir()

@@ -22,16 +22,12 @@ var (
 	runnerErr  error
 )
 
-// buildRunner builds examples/runner once for the package.
+// buildRunner builds examples/runner once for the package, beside the
+// spl binary, in the directory TestMain removes when the tests end.
 func buildRunner(t *testing.T) string {
 	t.Helper()
 	runnerOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "spl-runner-")
-		if err != nil {
-			runnerErr = err
-			return
-		}
-		runnerBin = filepath.Join(dir, "runner")
+		runnerBin = filepath.Join(filepath.Dir(splBin), "runner")
 		args := []string{"build", "-o", runnerBin}
 		if raceEnabled {
 			args = append(args, "-race")
@@ -114,6 +110,7 @@ func readFile(t *testing.T, path string) string {
 // same result as a run never killed, and that a finished run returns its
 // stored result without calling the LLM or a tool.
 func TestRunnerKilledAtEveryPoint(t *testing.T) {
+	needFaults(t)
 	bin := buildRunner(t)
 	const tools = 7
 	ref := newHome(t)
@@ -159,6 +156,7 @@ func TestRunnerKilledAtEveryPoint(t *testing.T) {
 // TestRunnerKilledAtRandom kills the runner from outside after a few
 // milliseconds, again and again, until it finishes.
 func TestRunnerKilledAtRandom(t *testing.T) {
+	needFaults(t)
 	bin := buildRunner(t)
 	const tools = 30
 	h := newHome(t)

@@ -16,6 +16,7 @@ import (
 // (they share group commits with the contended thread); and the writers,
 // all alike, must be served alike: the busiest within 2× of the least.
 func TestServeClusterNoConflict(t *testing.T) {
+	needFaults(t)
 	if testing.Short() {
 		t.Skip("load test")
 	}

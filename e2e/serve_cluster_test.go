@@ -18,6 +18,7 @@ import (
 // after the failover, the node comes back and catches up, and no
 // acknowledged record is lost.
 func TestServeClusterFailover(t *testing.T) {
+	needFaults(t)
 	if testing.Short() {
 		t.Skip("fault test")
 	}

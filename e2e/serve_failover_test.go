@@ -18,6 +18,7 @@ const maxFailover = 5 * time.Second
 // kill to the first acknowledged append, and to the first of every
 // writer: each at most maxFailover. No acknowledged record is lost.
 func TestServeClusterFailoverTime(t *testing.T) {
+	needFaults(t)
 	if testing.Short() {
 		t.Skip("fault test")
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ import (
 // record they were appending); at the end every acknowledged record is in
 // the log exactly once and the whole log verifies.
 func TestServeKill9(t *testing.T) {
+	needFaults(t)
 	if testing.Short() {
 		t.Skip("fault test")
 	}
@@ -129,15 +131,15 @@ func TestServeKill9(t *testing.T) {
 }
 
 // TestServeGarbage publishes garbage straight onto spl.rec.> with a raw
-// NATS client, and sends bad requests to the HTTP API: the server refuses
+// NATS client holding the admin token, and sends bad requests to the HTTP API: the server refuses
 // the requests (400, counted), serves the rest of the log, reports the
 // garbage as corrupt where it meets it, and verify reports every piece.
 func TestServeGarbage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test")
 	}
-	port := freePort(t)
-	srv := newNode(t, "serve", "--home", t.TempDir(), "--listen", fmt.Sprintf("127.0.0.1:%d", port))
+	port, home := freePort(t), t.TempDir()
+	srv := newNode(t, "serve", "--home", home, "--listen", fmt.Sprintf("127.0.0.1:%d", port))
 	srv.start()
 	srv.wait(30 * time.Second)
 	base := "http://" + srv.http
@@ -152,7 +154,9 @@ func TestServeGarbage(t *testing.T) {
 		}
 	}
 
-	nc, err := nats.Connect(natsURL(port), nats.Token(testToken))
+	// Only the admin right may publish to the log's subjects: the write
+	// right writes through the door.
+	nc, err := nats.Connect(natsURL(port), nats.Token(readSecret(t, filepath.Join(home, "admin-token"))))
 	if err != nil {
 		t.Fatalf("raw connect: %v", err)
 	}

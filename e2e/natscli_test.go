@@ -1,0 +1,136 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// natsCLI is the stock nats CLI (github.com/nats-io/natscli): $SPL_NATS_CLI,
+// else nats on PATH. .ci/run installs it; without it the test skips,
+// saying so.
+func natsCLI(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("SPL_NATS_CLI"); p != "" {
+		return p
+	}
+	p, err := exec.LookPath("nats")
+	if err != nil {
+		t.Skip("the nats CLI is not installed (go install github.com/nats-io/natscli/nats@v0.5.0, or set SPL_NATS_CLI); .ci/run installs it")
+	}
+	return p
+}
+
+// A hostile holder of the write token, or of the read token, armed with
+// the stock nats CLI against spl serve: every act below the service layer
+// is refused — purging the log or a thread, editing the stream to keep
+// fewer records or to source another, creating a stream or a consumer,
+// deleting a message, publishing bytes that are no record (or a record
+// past the rules) into the log, putting a value into a read model — and
+// afterwards the log verifies with nothing lost. Writes through the door
+// (the CLI with --server) still work with the write token.
+func TestNATSCLIAttacks(t *testing.T) {
+	cli := natsCLI(t)
+	h := newHome(t)
+	s := serveHome(t, h)
+	h.env = append(h.env, "SPL_TOKEN_FILE="+filepath.Join(h.dir, "token"))
+	for i := range 3 {
+		h.mustRun(t, nil, "--server", s.nats, "emit", "--thread", "th_target", "--act", "SAY", "--kind", "note.text",
+			"--body", `{"n":`+string(rune('0'+i))+`}`, "--actor", "did:sync:agent:dev")
+	}
+	// The read models' buckets exist once the server's projector ran.
+	h.mustRun(t, nil, "--server", s.nats, "thread", "list")
+	nats := func(token string, args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c := exec.CommandContext(ctx, cli, append([]string{"--server", s.nats, "--token", token, "--timeout", "1s"}, args...)...)
+		c.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
+		out, err := c.CombinedOutput()
+		return string(out), err
+	}
+	buckets := func() []string {
+		out, err := nats(readSecret(t, filepath.Join(h.dir, "admin-token")), "kv", "ls", "--names")
+		if err != nil {
+			t.Fatalf("admin: kv ls: %v\n%s", err, out)
+		}
+		return strings.Fields(out)
+	}()
+	if len(buckets) == 0 {
+		t.Fatal("no read-model bucket to attack")
+	}
+	tail := h.mustRun(t, nil, "--server", s.nats, "thread", "tail", "th_target", "--json")
+	var recs []struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(tail.stdout), &recs); err != nil || len(recs) != 3 {
+		t.Fatalf("thread tail --json: %v\n%s", err, tail.stdout)
+	}
+	attacks := [][]string{
+		{"stream", "purge", "SPL", "-f"},
+		{"stream", "purge", "SPL", "--subject", "spl.rec.>", "-f"},
+		{"stream", "edit", "SPL", "--max-msgs", "1", "-f"},
+		{"stream", "edit", "SPL", "--max-age", "1s", "-f"},
+		{"stream", "add", "EVIL", "--source", "SPL", "--defaults"},
+		{"stream", "add", "EVIL2", "--subjects", "evil.>", "--defaults"},
+		{"stream", "rm", "SPL", "-f"},
+		{"stream", "rmm", "SPL", "1", "-f"},
+		{"consumer", "add", "SPL", "evil", "--pull", "--defaults"},
+		{"req", "spl.rec.dGhfdGFyZ2V0.agent.step", "not cbor"},
+		{"pub", "spl.rec.dGhfdGFyZ2V0.agent.step", "not cbor", "--jetstream"},
+	}
+	for _, b := range buckets {
+		attacks = append(attacks, []string{"kv", "put", b, "evil", "x"}, []string{"kv", "purge", b, "evil", "-f"}, []string{"kv", "rm", b, "-f"})
+	}
+	for _, who := range []struct{ name, token string }{
+		{"write token", s.writeTok},
+		{"read token", s.readTok},
+	} {
+		for _, a := range attacks {
+			// The CLI reports a publish the server dropped, and may
+			// still exit 0 (nats req): the server's word counts.
+			if out, err := nats(who.token, a...); err == nil && !strings.Contains(out, "Permissions Violation") {
+				t.Errorf("%s: nats %s: allowed:\n%s", who.name, strings.Join(a, " "), out)
+			}
+		}
+	}
+	// Nothing lost, nothing added, nothing changed: every record verifies,
+	// the stream keeps its settings, and the server says it is healthy.
+	v := h.mustRun(t, nil, "--server", s.nats, "verify", "--all")
+	if !strings.Contains(v.stdout, "ok") {
+		t.Fatalf("verify --all after the attacks:\n%s", v.stdout)
+	}
+	tail = h.mustRun(t, nil, "--server", s.nats, "thread", "tail", "th_target", "--json")
+	if err := json.Unmarshal([]byte(tail.stdout), &recs); err != nil || len(recs) != 3 {
+		t.Fatalf("after the attacks, th_target holds: %v\n%s", err, tail.stdout)
+	}
+	if code, body := do(t, "GET", s.http+"/healthz", "", ""); code != 200 || !strings.Contains(body, `"status":"ok"`) {
+		t.Fatalf("healthz after the attacks: %d %s", code, body)
+	}
+	info, err := nats(readSecret(t, filepath.Join(h.dir, "admin-token")), "stream", "info", "SPL", "--json")
+	if err != nil {
+		t.Fatalf("admin: stream info: %v\n%s", err, info)
+	}
+	var si struct {
+		Config struct {
+			MaxMsgs int64 `json:"max_msgs"`
+			Sources []any `json:"sources"`
+		} `json:"config"`
+		State struct {
+			Msgs uint64 `json:"messages"`
+		} `json:"state"`
+	}
+	if err := json.Unmarshal([]byte(info), &si); err != nil {
+		t.Fatalf("stream info: %v\n%s", err, info)
+	}
+	if si.Config.MaxMsgs > 0 || len(si.Config.Sources) > 0 || si.State.Msgs != 3 {
+		t.Fatalf("stream after the attacks: %+v, want no limit, no source, 3 messages", si)
+	}
+	// The door still takes the write token's records.
+	h.mustRun(t, nil, "--server", s.nats, "emit", "--thread", "th_target", "--act", "SAY", "--kind", "note.text",
+		"--body", `{"n":9}`, "--actor", "did:sync:agent:dev")
+}
