@@ -34,9 +34,9 @@ var (
 	ErrDiskFull = natsio.ErrDiskFull
 	// ErrForbidden reports an append the server dropped because the
 	// connection's credentials may not write its subject (spl serve's
-	// read token, its write token on the actor key bindings, any NATS
-	// writer under --require-signed): nothing was appended. The error
-	// wraps ErrRefused too and names the subject.
+	// read token; the write token on any subject below the door):
+	// nothing was appended. The error wraps ErrRefused too and names the
+	// subject.
 	ErrForbidden = natsio.ErrForbidden
 )
 

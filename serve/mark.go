@@ -6,8 +6,9 @@ import (
 )
 
 // markEvery is how often the server raises the log's high-water mark to
-// the stream's last record. Its own writer raises it after its appends;
-// this covers the appends of NATS clients, which reach the stream past it.
+// the stream's last record. Its own writer raises it after its appends,
+// the door's included; this covers the admin's, which may publish to the
+// stream past it.
 const markEvery = time.Second
 
 // keepMark raises the mark every markEvery until the server shuts down
