@@ -32,6 +32,9 @@ type Pending struct {
 	// thread's record at clock after (0: on an empty thread).
 	cond  bool
 	after uint64
+	// once: a lost race fails the append instead of retrying it
+	// (SubmitOnce).
+	once bool
 
 	// taken is set by the writer once it has taken the append to send: it
 	// may land from then on, whatever ctx says.
@@ -135,7 +138,21 @@ func (l *Log) SubmitAfter(ctx context.Context, rec *records.Record, after uint64
 	return l.submit(ctx, rec, true, after)
 }
 
+// SubmitOnce is Submit (SubmitAfter when cond) for an append its caller
+// retries itself: a race lost to another writer is not retried by the
+// log, and the Pending fails with an error wrapping ErrExpectation
+// (nothing was stored). spl serve's door uses it, so that a record is
+// never sealed again by the server once the client that sent it may have
+// stopped waiting and sent it again (log/door.go).
+func (l *Log) SubmitOnce(ctx context.Context, rec *records.Record, cond bool, after uint64) (*Pending, error) {
+	return l.submitWith(ctx, rec, cond, after, true)
+}
+
 func (l *Log) submit(ctx context.Context, rec *records.Record, cond bool, after uint64) (*Pending, error) {
+	return l.submitWith(ctx, rec, cond, after, false)
+}
+
+func (l *Log) submitWith(ctx context.Context, rec *records.Record, cond bool, after uint64, once bool) (*Pending, error) {
 	if rec == nil {
 		return nil, errors.New("spl/log: append: nil record")
 	}
@@ -148,7 +165,7 @@ func (l *Log) submit(ctx context.Context, rec *records.Record, cond bool, after 
 	if err := fitsChained(rec); err != nil {
 		return nil, err
 	}
-	p := &Pending{rec: rec, ctx: ctx, done: make(chan struct{}), cond: cond, after: after}
+	p := &Pending{rec: rec, ctx: ctx, done: make(chan struct{}), cond: cond, after: after, once: once}
 	// Close waits for every Submit inside the gate before it stops the
 	// writer, so an append queued here is one the writer's drain answers.
 	l.w.gate.RLock()

@@ -79,6 +79,11 @@ type DoorItem struct {
 // order, each on its own (one failing fails no other).
 type DoorAppendRequest struct {
 	Items []DoorItem `cbor:"items"`
+	// Budget is how long the client waits for the answer, in
+	// milliseconds (0: the server's own timeout). The server stops
+	// retrying an append's lost races before it is spent, so that a
+	// record the client then sends again cannot land twice.
+	Budget int64 `cbor:"budget,omitempty"`
 }
 
 // DoorResult is the outcome of one DoorItem: where it landed, or why not.
@@ -171,6 +176,7 @@ var (
 		err  error
 	}{
 		{"moved", ErrMoved},
+		{"expectation", ErrExpectation},
 		{"conflict", ErrConflict},
 		{"in_doubt", ErrInDoubt},
 		{"disk_full", ErrDiskFull},
@@ -236,11 +242,34 @@ func NewDoorError(err error) *DoorError {
 var ErrNoDoor = errors.New("spl/log: no door")
 
 // door is the client side of the door: the subjects of the right the
-// connection holds, and what the server said of itself.
+// connection holds, what the server said of itself, and the appends whose
+// outcome is unknown.
 type door struct {
 	l     *Log
 	right string
 	info  DoorInfoReply
+
+	// Owned by the writer's goroutine.
+	seen   uint64                 // the highest clock any answer named
+	doubts map[[32]byte]doorDoubt // by body digest: records in doubt
+}
+
+// doorDoubt is a record whose send got no answer, or an answer that did
+// not settle it.
+type doorDoubt struct {
+	seen uint64 // the highest clock an answer had named when it was sent: a copy is after it
+}
+
+// refusal reports whether err, the door's answer for one record, says
+// that nothing was stored; any other error leaves the record in doubt.
+func refusal(err error) bool {
+	for _, e := range []error{records.ErrInvalid, ErrForbidden, ErrMoved, ErrExpectation, ErrConflict, ErrDiskFull, ErrNotErasable, ErrNotFound, records.ErrCorrupt} {
+		if errors.Is(err, e) {
+			return !errors.Is(err, ErrInDoubt)
+		}
+	}
+	var de *DoorError
+	return errors.As(err, &de) && doorSentinel(de.Code) != nil && de.Code != "in_doubt" && de.Code != "closed"
 }
 
 // findDoor asks the server for its door, with the admin right first and
@@ -261,7 +290,7 @@ func findDoor(ctx context.Context, l *Log) (*door, error) {
 			if info.Stream != l.opts.Stream {
 				return nil, fmt.Errorf("door: the server writes stream %s, not %s", info.Stream, l.opts.Stream)
 			}
-			return &door{l: l, right: right, info: info}, nil
+			return &door{l: l, right: right, info: info, doubts: make(map[[32]byte]doorDoubt)}, nil
 		case errors.Is(err, nats.ErrNoResponders):
 			none++
 		case errors.Is(err, ErrForbidden):
@@ -272,7 +301,7 @@ func findDoor(ctx context.Context, l *Log) (*door, error) {
 	if none == 2 {
 		return nil, nil
 	}
-	return &door{l: l}, nil
+	return &door{l: l, doubts: make(map[[32]byte]doorDoubt)}, nil
 }
 
 // doorCall sends one request to subject and decodes its answer into out.
@@ -313,14 +342,54 @@ func (d *door) timeout(n int) time.Duration {
 }
 
 // commit sends batch through the door and settles every append of it.
-// An answer that never came leaves each append in doubt: sent again as it
-// was, the server's writer recognises a record it stored and answers the
-// stored entry instead of a second copy.
-func (d *door) commit(batch []*Pending) {
+// The server's writer seals the records (SubmitOnce): a race it loses to
+// another writer is this client's to retry, so that nothing seals a copy
+// of a record after its client stopped waiting for it.
+//
+// An answer that never came leaves each append in doubt: the server may
+// have stored it, or may still. The caller appends the same record again
+// (ErrInDoubt says so), and then commit settles the doubt from the log
+// itself, since the server that took the first copy may be gone (killed,
+// or another node of a cluster answers now): a record stored after the
+// last clock an answer had named when it was sent is the first copy (the
+// stream's clocks only grow). Not found, it is sent again on condition
+// that its thread is still at the clock just read: a first copy still on
+// its way was sealed on that clock or an older one, so it either lands
+// first, and the resend is refused and finds it, or meets a moved thread
+// and is refused itself, never sealed again (SubmitOnce; and the server
+// takes no record of the first send to its writer once half the client's
+// wait, counted from when the server received it, is spent). So a record
+// lands once, whichever server answers. What is left: a request that
+// reached the server more than half the client's wait after it was sent,
+// and was then taken by its writer after the client had given up.
+func (d *door) commit(w *writer, batch []*Pending) {
 	batch = admit(batch)
 	if len(batch) == 0 {
 		return
 	}
+	fresh := batch[:0:0]
+	for _, p := range batch {
+		if dd, ok := d.doubts[p.rec.Header.BD]; ok {
+			d.settle(w, p, dd)
+			continue
+		}
+		fresh = append(fresh, p)
+	}
+	if len(fresh) > 0 {
+		d.send(w, fresh, nil)
+	}
+}
+
+// send sends batch in one request, each record conditional as its
+// Pending says or, where after is set, on the clock it names.
+func (d *door) send(w *writer, batch []*Pending, after map[*Pending]uint64) {
+	d.sendAttempt(w, batch, after, 0)
+}
+
+// sendAttempt is send, for the attempt-th time: the records that lost a
+// race to another writer on the server (and were not stored) are sent
+// again after a backoff, up to maxAttempts.
+func (d *door) sendAttempt(w *writer, batch []*Pending, after map[*Pending]uint64, attempt int) {
 	subject, err := d.subject(DoorAppend)
 	if err != nil {
 		for _, p := range batch {
@@ -328,7 +397,7 @@ func (d *door) commit(batch []*Pending) {
 		}
 		return
 	}
-	req := DoorAppendRequest{Items: make([]DoorItem, 0, len(batch))}
+	req := DoorAppendRequest{Items: make([]DoorItem, 0, len(batch)), Budget: d.l.opts.Timeout.Milliseconds()}
 	size := 0
 	sent := batch[:0:0]
 	for _, p := range batch {
@@ -338,13 +407,18 @@ func (d *door) commit(batch []*Pending) {
 			continue
 		}
 		size += len(data)
-		req.Items = append(req.Items, doorItem(p.rec, data, p.cond, p.after))
+		cond, at := p.cond, p.after
+		if a, ok := after[p]; ok {
+			cond, at = true, a
+		}
+		req.Items = append(req.Items, doorItem(p.rec, data, cond, at))
 		sent = append(sent, p)
 	}
 	if len(sent) == 0 {
 		return
 	}
 	start := time.Now()
+	doubt := doorDoubt{seen: d.seen}
 	var rep DoorAppendReply
 	err = d.l.doorCall(context.Background(), subject, req, &rep, d.timeout(size))
 	if err == nil && rep.Err != nil {
@@ -355,21 +429,114 @@ func (d *door) commit(batch []*Pending) {
 	}
 	d.l.observeDoor(len(sent), size, time.Since(start), err)
 	if err != nil {
-		if !errors.Is(err, ErrForbidden) && !errors.Is(err, records.ErrInvalid) {
-			err = fmt.Errorf("%w: %w", ErrInDoubt, err)
-		}
+		refused := refusal(err)
 		for _, p := range sent {
-			p.finish(Entry{}, fmt.Errorf("spl/log: append: %w", err))
+			if refused {
+				p.finish(Entry{}, fmt.Errorf("spl/log: append: %w", err))
+				continue
+			}
+			d.doubts[p.rec.Header.BD] = doubt
+			p.finish(Entry{}, fmt.Errorf("spl/log: append: %w: %w", ErrInDoubt, err))
 		}
 		return
 	}
+	var lost []*Pending
 	for i, p := range sent {
-		e, err := doorEntry(p.rec, rep.Results[i].ID, rep.Results[i].Clock, rep.Results[i].Prev, rep.Results[i].Stored, rep.Results[i].Err)
+		r := rep.Results[i]
+		e, err := doorEntry(p.rec, r.ID, r.Clock, r.Prev, r.Stored, r.Err)
+		if errors.Is(err, ErrExpectation) && !p.cond && attempt < maxAttempts {
+			if _, ok := after[p]; !ok {
+				lost = append(lost, p)
+				continue
+			}
+		}
+		switch {
+		case err == nil:
+			d.seen = max(d.seen, e.Clock)
+			delete(d.doubts, p.rec.Header.BD)
+			w.remember(e)
+		case refusal(err):
+			delete(d.doubts, p.rec.Header.BD)
+		default:
+			d.doubts[p.rec.Header.BD] = doubt
+			if !errors.Is(err, ErrInDoubt) {
+				err = fmt.Errorf("%w: %w", ErrInDoubt, err)
+			}
+		}
 		if err != nil {
 			err = fmt.Errorf("spl/log: append: %w", err)
 		}
 		p.finish(e, err)
 	}
+	if len(lost) > 0 {
+		time.Sleep(backoff(attempt + 1))
+		d.sendAttempt(w, lost, nil, attempt+1)
+	}
+}
+
+// doubtRounds bounds the resends of one record in doubt in one append,
+// each after another writer moved its thread.
+const doubtRounds = 8
+
+// settle answers p, a record in doubt: its stored copy if one is in the
+// log, else the outcome of a conditional resend (see commit).
+func (d *door) settle(w *writer, p *Pending, dd doorDoubt) {
+	thread := p.rec.Header.Thread
+	for range doubtRounds {
+		ctx, cancel := context.WithTimeout(context.Background(), d.l.opts.Timeout)
+		e, found, err := d.l.findCopy(ctx, p.rec, dd.seen)
+		var head uint64
+		if err == nil && !found {
+			head, err = d.l.ThreadClock(ctx, thread)
+		}
+		cancel()
+		if err != nil {
+			p.finish(Entry{}, fmt.Errorf("spl/log: append: %w: still unresolved: %w", ErrInDoubt, err))
+			return
+		}
+		if found {
+			delete(d.doubts, p.rec.Header.BD)
+			d.seen = max(d.seen, e.Clock)
+			w.remember(e)
+			p.finish(e, nil)
+			return
+		}
+		if p.cond && p.after != head {
+			// Its own condition no longer holds, and no copy landed.
+			delete(d.doubts, p.rec.Header.BD)
+			p.finish(Entry{}, movedError(thread, p.after, head, true))
+			return
+		}
+		q := &Pending{rec: p.rec, ctx: p.ctx, done: make(chan struct{})}
+		q.taken.Store(true)
+		d.send(w, []*Pending{q}, map[*Pending]uint64{q: head})
+		<-q.done
+		if !errors.Is(q.err, ErrMoved) {
+			p.finish(q.entry, q.err)
+			return
+		}
+		// Moved since it was read: by the first copy, or another record.
+	}
+	p.finish(Entry{}, fmt.Errorf("spl/log: append: %w: its thread kept moving while its doubt was settled", ErrInDoubt))
+}
+
+// findCopy looks for rec, stored, among the records of its thread after
+// clock from.
+func (l *Log) findCopy(ctx context.Context, rec *records.Record, from uint64) (Entry, bool, error) {
+	var found Entry
+	ok := false
+	err := l.scan(ctx, ThreadSubject(rec.Header.Thread), from+1, 0, readPage, func(m stored) bool {
+		e, err := m.decode()
+		if err != nil || e.Record.Header.BD != rec.Header.BD {
+			return true
+		}
+		if sealed := rec.WithPrev(e.Record.Header.Prev); sealed.ID() == e.ID {
+			found, ok = Entry{Clock: e.Clock, ID: e.ID, Record: sealed}, true
+			return false
+		}
+		return true
+	})
+	return found, ok, err
 }
 
 // doorItem is the DoorItem of rec, encoded as data.

@@ -200,10 +200,6 @@ func (w *writer) gather(batch []*Pending, want int, deadline <-chan time.Time) [
 
 // commit lands every pending append of batch or fails it.
 func (w *writer) commit(batch []*Pending) {
-	if w.l.door != nil {
-		w.l.door.commit(batch)
-		return
-	}
 	live := batch[:0:0]
 	for _, p := range batch {
 		if err := p.ctx.Err(); err != nil {
@@ -220,6 +216,10 @@ func (w *writer) commit(batch []*Pending) {
 			continue
 		}
 		live = append(live, p)
+	}
+	if w.l.door != nil {
+		w.l.door.commit(w, live)
+		return
 	}
 	w.land(live, 0)
 }
@@ -337,6 +337,10 @@ func (w *writer) settleAll(units []unit, serr error, attempt int) {
 		}
 		now := time.Now()
 		for _, p := range retry {
+			if p.once {
+				p.finish(Entry{}, fmt.Errorf("spl/log: append: lost its race: %w", lost))
+				continue
+			}
 			if p.attempts >= maxAttempts {
 				// Every attempt lost the race for its thread: final.
 				p.finish(Entry{}, fmt.Errorf("spl/log: append: %w after %d attempts: %w", ErrConflict, p.attempts+1, lost))

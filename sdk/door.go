@@ -48,12 +48,8 @@ func (c *Client) SubmitRecord(ctx context.Context, rec *records.Record, cond boo
 	if err != nil {
 		return nil, nil, err
 	}
-	var p *splog.Pending
-	if cond {
-		p, err = c.log.SubmitAfter(ctx, sealed, after)
-	} else {
-		p, err = c.log.Submit(ctx, sealed)
-	}
+	// Its client retries a lost race itself (log.SubmitOnce).
+	p, err := c.log.SubmitOnce(ctx, sealed, cond, after)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -91,23 +91,25 @@ func (d *door) stop() {
 // receive hands a request to a goroutine of its own, at most doorInFlight
 // at once, so that a slow append holds up no other.
 func (d *door) receive(m *nats.Msg) {
+	at := time.Now()
 	d.slot <- struct{}{}
 	d.wg.Add(1)
 	go func() {
 		defer func() { <-d.slot; d.wg.Done() }()
-		d.serve(m)
+		d.serve(m, at)
 	}()
 }
 
-// serve answers one request.
-func (d *door) serve(m *nats.Msg) {
+// serve answers one request, received at at.
+func (d *door) serve(m *nats.Msg, at time.Time) {
 	rest := strings.TrimPrefix(m.Subject, splog.DoorPrefix+".")
 	right, op, _ := strings.Cut(rest, ".")
 	// The log's timeout (its default when unset), and a second more per
 	// MiB the request carries, as the client gives it.
 	timeout := cmp.Or(d.s.cfg.Timeout, 10*time.Second) + time.Duration(len(m.Data)>>20)*time.Second
-	ctx, cancel := context.WithTimeout(d.s.bg, timeout)
+	ctx, cancel := context.WithDeadline(d.s.bg, at.Add(timeout))
 	defer cancel()
+	ctx = context.WithValue(ctx, receivedKey{}, at)
 	if right == splog.DoorAdmin {
 		ctx = sdk.AsAdmin(ctx)
 	}
@@ -130,6 +132,9 @@ func (d *door) serve(m *nats.Msg) {
 		d.s.logger.Warn("door: answer", "op", op, "err", err)
 	}
 }
+
+// receivedKey keys, in a request's context, the time the door received it.
+type receivedKey struct{}
 
 // doorClient waits for the log to open, as long as ctx allows.
 func (s *Server) doorClient(ctx context.Context) (*sdk.Client, error) {
@@ -192,6 +197,16 @@ func decodeDoor(data []byte, v any) error {
 // append hands every record of req to the service layer, then waits for
 // them all: they are group-committed together.
 func (d *door) append(ctx context.Context, c *sdk.Client, req splog.DoorAppendRequest) (splog.DoorAppendReply, error) {
+	if req.Budget > 0 {
+		// Half the client's wait from when the request came: the rest is
+		// room for its way here and the answer's way back. Past the
+		// client's wait, it may send a record again, and a lost race of
+		// the first copy must not be retried then (log.door.settle).
+		at, _ := ctx.Value(receivedKey{}).(time.Time)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, at.Add(time.Duration(req.Budget)*time.Millisecond/2))
+		defer cancel()
+	}
 	rep := splog.DoorAppendReply{Results: make([]splog.DoorResult, len(req.Items))}
 	type sent struct {
 		p      *splog.Pending
