@@ -229,12 +229,15 @@ func TestServeGarbage(t *testing.T) {
 	if got, want := len(q2.Records), 3; got != want {
 		t.Fatalf("good records=%d, want %d", got, want)
 	}
-	// Lists, health and appends to other threads are unaffected.
+	// Lists and appends to other threads are unaffected; health says the
+	// newest record fails verification while it does, and is ok again
+	// once a good record follows it.
 	if code := getJSON(t, base+"/v1/threads", nil); code != http.StatusOK {
 		t.Fatalf("threads: code=%d", code)
 	}
-	if code := getJSON(t, base+"/healthz", nil); code != http.StatusOK {
-		t.Fatalf("healthz after garbage: code=%d", code)
+	var h struct{ Status, Error string }
+	if code := getJSON(t, base+"/healthz", &h); code != http.StatusServiceUnavailable || h.Status != "corrupt" {
+		t.Fatalf("healthz with garbage newest: code=%d %+v, want 503 corrupt", code, h)
 	}
 	resp, err := authHTTP.Post(base+"/v1/records", "application/json", strings.NewReader(
 		`{"thread":"good","act":"DO","kind":"agent.step","actor":"did:sync:agent:fault","body":{"n":2}}`))
@@ -244,6 +247,9 @@ func TestServeGarbage(t *testing.T) {
 	resp.Body.Close()
 	if got, want := resp.StatusCode, http.StatusCreated; got != want {
 		t.Fatalf("append after garbage: code=%d, want %d", got, want)
+	}
+	if code := getJSON(t, base+"/healthz", &h); code != http.StatusOK {
+		t.Fatalf("healthz after a good record: code=%d %+v", code, h)
 	}
 	// Appending to a thread whose last message is garbage: the log refuses
 	// (its head does not verify: 500, not the client's fault) or chains

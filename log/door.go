@@ -282,6 +282,11 @@ func findDoor(ctx context.Context, l *Log) (*door, error) {
 	for _, right := range []string{DoorAdmin, DoorWrite} {
 		var info DoorInfoReply
 		err := l.doorCall(ctx, DoorSubject(right, DoorInfo), struct{}{}, &info, l.opts.Timeout)
+		for try := 0; try < 5 && errors.Is(err, context.Canceled) && ctx.Err() == nil; try++ {
+			// The wait ended on a wake (a stream leader elected, the
+			// embedded server taken over), not on an answer: ask again.
+			err = l.doorCall(ctx, DoorSubject(right, DoorInfo), struct{}{}, &info, l.opts.Timeout)
+		}
 		if err == nil && info.Err != nil {
 			err = info.Err
 		}
