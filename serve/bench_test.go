@@ -4,11 +4,16 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
@@ -39,12 +44,12 @@ func BenchmarkAppend(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("served/clients=%d", clients), func(b *testing.B) {
 			s := start(b, Config{NoHTTP: true})
-			runAppends(b, dialAll(b, s.NATSURL(), clients, 1))
+			runAppends(b, dialAll(b, s.NATSURL(), clients, 1, writeToken(b, s)...))
 		})
 	}
 	b.Run("served-shared/goroutines=64", func(b *testing.B) {
 		s := start(b, Config{NoHTTP: true})
-		runAppends(b, repeat(dialAll(b, s.NATSURL(), 1, 1)[0], 64))
+		runAppends(b, repeat(dialAll(b, s.NATSURL(), 1, 1, writeToken(b, s)...)[0], 64))
 	})
 	for _, clients := range []int{1, 64} {
 		b.Run(fmt.Sprintf("cluster3/clients=%d", clients), func(b *testing.B) {
@@ -62,11 +67,22 @@ func repeat(l *log.Log, n int) []*log.Log {
 	return ls
 }
 
-func dialAll(b *testing.B, url string, n, replicas int) []*log.Log {
+// writeToken is the NATS option of s's write token: what every client of
+// a default spl serve holds.
+func writeToken(b *testing.B, s *Server) []nats.Option {
+	b.Helper()
+	tok, err := os.ReadFile(filepath.Join(s.cfg.Dir, "token"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return []nats.Option{nats.Token(strings.TrimSpace(string(tok)))}
+}
+
+func dialAll(b *testing.B, url string, n, replicas int, opts ...nats.Option) []*log.Log {
 	b.Helper()
 	ls := make([]*log.Log, n)
 	for i := range ls {
-		l, err := log.Open(context.Background(), log.Options{URL: url, Replicas: replicas})
+		l, err := log.Open(context.Background(), log.Options{URL: url, Replicas: replicas, NATSOptions: opts})
 		if err != nil {
 			b.Fatalf("open %s: %v", url, err)
 		}
