@@ -1,9 +1,11 @@
 package sdk
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -249,4 +251,31 @@ func (rc *redactionCache) homes(read func() (map[string]bool, error)) (map[strin
 	rc.hs, rc.hsAt, rc.hsGen = hs, now, gen
 	rc.mu.Unlock()
 	return hs, nil
+}
+
+// redactOutput applies the redaction policies of thread to out, a tool's
+// answer in JSON: an object is redacted as a body is (redactBody), and
+// comes back as JSON without the covered values (and with the paths
+// removed under "redacted"); an answer that is not an object has no keys
+// for a policy to cover and is returned as it is. An object that cannot be
+// kept exactly as a body (a duplicate key, a number out of range) is
+// refused naming field "output".
+func (c *Client) redactOutput(ctx context.Context, thread string, out []byte) ([]byte, error) {
+	trimmed := bytes.TrimLeft(out, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return out, nil
+	}
+	body, err := records.BodyFromJSON(out)
+	if err != nil {
+		var fe *records.FieldError
+		if errors.As(err, &fe) {
+			return nil, &records.FieldError{Field: "output" + strings.TrimPrefix(fe.Field, "body"), Rule: fe.Rule}
+		}
+		return nil, fmt.Errorf("output: %w", err)
+	}
+	red, removed, err := c.redactBody(ctx, thread, body)
+	if err != nil || len(removed) == 0 {
+		return out, err
+	}
+	return records.BodyToJSON(red)
 }

@@ -270,3 +270,50 @@ func TestEffectOutputCheckedBeforeReplay(t *testing.T) {
 		t.Fatalf("verify: %+v err=%v", rep, err)
 	}
 }
+
+// A tool's answer passes the run's thread's redaction policies before it
+// is stored: the covered key is in no record, the replay answers the
+// redacted output, and an answer that is no object is kept as it is.
+func TestEffectOutputRedacted(t *testing.T) {
+	c := open(t, sdk.WithActor(runActor))
+	ctx := ctxT(t)
+	if _, err := c.SetRedaction(ctx, "", sdk.RedactionPolicy{Thread: "sec", Keys: []string{"api_key"}}); err != nil {
+		t.Fatal(err)
+	}
+	r := openRun(t, c, "sec", "r")
+	if err := r.Checkpoint(ctx, sdk.PhaseStepStarted, map[string]any{"step": 1}); err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	if _, err := r.Effect(ctx, "c1", "login", 1, tool(`{"user":"ann","api_key":"sk-123"}`, &calls)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Effect(ctx, "c2", "list", 1, tool(`["sk-kept-in-a-list"]`, &calls)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for rec, err := range c.QueryThread(ctx, sdk.RunThread("sec", "r")+"/effects") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(rec.Body), "sk-123") {
+			t.Fatalf("the covered value is stored in %s", rec.ID)
+		}
+	}
+	r = openRun(t, c, "sec", "r")
+	defer r.Close()
+	res, err := r.Effect(ctx, "c1", "login", 1, tool(`{}`, &calls))
+	if err != nil || calls != 2 {
+		t.Fatalf("replay: %v, calls %d", err, calls)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(res.Output, &out); err != nil || out["user"] != "ann" || out["api_key"] != nil {
+		t.Fatalf("replayed output %s, %v: want the user without the api_key", res.Output, err)
+	}
+	res, err = r.Effect(ctx, "c2", "list", 1, tool(`[]`, &calls))
+	if err != nil || string(res.Output) != `["sk-kept-in-a-list"]` {
+		t.Fatalf("replayed list %s, %v", res.Output, err)
+	}
+}

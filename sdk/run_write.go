@@ -510,7 +510,12 @@ func (r *Run) Effect(ctx context.Context, callID, tool string, args any, fn func
 	if !json.Valid(out) {
 		return EffectResult{}, &records.FieldError{Field: "output", Rule: "must be JSON"}
 	}
-	out = bytes.Clone(out)
+	// The run's thread's redaction policies hold for a tool's answer as
+	// for every payload: a covered value is stored nowhere, and a replay
+	// answers the redacted output.
+	if out, err = r.c.redactOutput(ctx, r.thread, bytes.Clone(out)); err != nil {
+		return EffectResult{}, err
+	}
 	now := time.Now()
 	body := effectBody{RunID: r.id, ThreadID: r.thread, CallID: callID, Tool: tool, InputHash: in, OutputHash: outputHash(out), TimestampMS: now.UnixMilli()}
 	var ref *BlobRef
@@ -523,8 +528,8 @@ func (r *Run) Effect(ctx context.Context, callID, tool string, args any, fn func
 	} else {
 		body.Output = string(out)
 	}
-	// An effect has no payload for redaction policies to look into (its
-	// output is JSON text): the last steps of the seal path only.
+	// The output is redacted above (redactOutput): the last steps of the
+	// seal path only.
 	er, err := records.New(records.ActDo, KindRunEffect, r.ethread, r.actor(), now, &body)
 	if err == nil {
 		er, err = r.c.admit(ctx, er)
