@@ -10,7 +10,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/spl-dev/spl/env"
 	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/records"
 )
@@ -18,8 +17,9 @@ import (
 // DefaultStream is the name of the stream that holds the log.
 const DefaultStream = "SPL"
 
-// Options configures Open. The zero value opens the embedded log in
-// DefaultDir() with fsync before every ack.
+// Options configures Open: Dir (the embedded log, fsync before every ack)
+// or URL. The log reads no environment; the sdk's Open chooses the
+// directory ($SPL_HOME, else ~/.spl).
 type Options struct {
 	// Dir is the data directory of the embedded log. Ignored with URL.
 	Dir string
@@ -75,10 +75,6 @@ type BatchStats struct {
 	Fsync   time.Duration // of Commit, the writer's own fsync (embedded log; 0 when the server fsyncs)
 	Err     error         // nil when the batch landed
 }
-
-// DefaultDir is the data directory of the embedded log: $SPL_HOME, else
-// ~/.spl ([env.Home]).
-func DefaultDir() (string, error) { return env.Home() }
 
 func (o *Options) withDefaults() error {
 	if o.Stream == "" {
@@ -139,11 +135,7 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 		return nil, err
 	}
 	if opts.URL == "" && opts.Dir == "" {
-		d, err := DefaultDir()
-		if err != nil {
-			return nil, err
-		}
-		opts.Dir = d
+		return nil, errors.New("spl/log: options: Dir or URL is required")
 	}
 	c, err := natsio.Dial(ctx, natsio.Options{
 		Dir: opts.Dir, URL: opts.URL, NATSOptions: opts.NATSOptions,

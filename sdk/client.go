@@ -262,6 +262,9 @@ func Connect(ctx context.Context, url string, opts ...Option) (*Client, error) {
 	return open(ctx, cfg, natsio.Options{URL: url, NATSOptions: cfg.natsOpts})
 }
 
+// RedactURL is url with any credentials in it replaced, for messages.
+func RedactURL(url string) string { return natsio.Redact(url) }
+
 // linger is how long the client's Close keeps the embedded server up for
 // the processes that joined it (log.Options.Linger's default).
 const linger = 5 * time.Second

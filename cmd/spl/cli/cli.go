@@ -32,7 +32,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spl-dev/spl/env"
-	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
 )
@@ -161,7 +160,7 @@ func (a *app) open(ctx context.Context) (*sdk.Client, error) {
 		}
 		c, err := sdk.Connect(ctx, a.server, append(sopts, sdk.WithNATSOptions(opts...))...)
 		if err != nil {
-			return nil, fmt.Errorf("connect to %s: %w", natsio.Redact(a.server), err)
+			return nil, fmt.Errorf("connect to %s: %w", sdk.RedactURL(a.server), err)
 		}
 		a.client = c
 		return c, nil
