@@ -212,6 +212,8 @@ type Client struct {
 
 	blobOnce  sync.Once
 	blobStore blobStore // payloads of runs too large for a record (run_write.go)
+
+	proj clientProjections // the read models' runtime and reader, made on first use (projections.go)
 }
 
 func newConfig(opts []Option) config {

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"runtime"
 	"sync"
 	"time"
-	"weak"
 
 	"github.com/spl-dev/spl/projections"
 	"github.com/spl-dev/spl/records"
@@ -367,14 +365,6 @@ func (p *clientProjections) runtime(name string) (*projections.Runtime, error) {
 	return p.index, nil
 }
 
-// The projection state of each Client lives beside it, keyed by a weak
-// pointer, so that client.go needs no field for it and a Client that is
-// collected takes its entry with it.
-var (
-	projMu       sync.Mutex
-	projByClient = make(map[weak.Pointer[Client]]*clientProjections)
-)
-
 // projections returns the client's projection state, creating the
 // runtime (and with it the buckets) on first use.
 func (c *Client) projections(ctx context.Context) (*clientProjections, error) {
@@ -384,19 +374,7 @@ func (c *Client) projections(ctx context.Context) (*clientProjections, error) {
 	if closed {
 		return nil, ErrClosed
 	}
-	wp := weak.Make(c)
-	projMu.Lock()
-	p := projByClient[wp]
-	if p == nil {
-		p = &clientProjections{}
-		projByClient[wp] = p
-		runtime.AddCleanup(c, func(wp weak.Pointer[Client]) {
-			projMu.Lock()
-			delete(projByClient, wp)
-			projMu.Unlock()
-		}, wp)
-	}
-	projMu.Unlock()
+	p := &c.proj
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.index == nil {
