@@ -26,6 +26,11 @@ const (
 // and that SessionFilter.Resumable lists.
 var ResumableStatuses = []string{StatusFailed, StatusPaused, StatusCancelled}
 
+// Resumable reports whether a session of status can be resumed: the one
+// rule, which the HTTP API and the CLI's --json hand to every face as
+// "resumable".
+func Resumable(status string) bool { return slices.Contains(ResumableStatuses, status) }
+
 // DefaultReplayDepth is how many transcript events of each agent a pause
 // keeps when PauseOptions.Depth is 0.
 const DefaultReplayDepth = 50
@@ -91,7 +96,7 @@ func (c *Client) Sessions(ctx context.Context, f SessionFilter) ([]SessionInfo, 
 		if len(statuses) == 0 {
 			statuses = ResumableStatuses
 		} else {
-			statuses = slices.DeleteFunc(slices.Clone(statuses), func(s string) bool { return !slices.Contains(ResumableStatuses, s) })
+			statuses = slices.DeleteFunc(slices.Clone(statuses), func(s string) bool { return !Resumable(s) })
 			if len(statuses) == 0 {
 				return nil, nil
 			}

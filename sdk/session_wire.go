@@ -10,7 +10,7 @@ import (
 // Wire returns the JSON form of s that the CLI's --json and the HTTP API
 // print.
 func (s SessionInfo) Wire() wire.Session {
-	return wire.NewSession(s.Thread, s.Status, s.Error, s.FailedAt, s.LastCheckpoint, s.Created, s.Updated)
+	return wire.NewSession(s.Thread, s.Status, s.Error, s.FailedAt, s.LastCheckpoint, s.Created, s.Updated, Resumable(s.Status))
 }
 
 // Wire returns the JSON form of the checkpoint with its execution state.

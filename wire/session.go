@@ -18,6 +18,10 @@ type Session struct {
 	LastCheckpoint *string `json:"last_checkpoint"` // id; null when none
 	CreatedAt      string  `json:"created_at"`      // UTC, in TimeLayout
 	UpdatedAt      string  `json:"updated_at"`
+	// Resumable says whether the session can be resumed, by the service
+	// layer's rule (sdk.Resumable): faces offer Resume by it, and decide
+	// nothing themselves.
+	Resumable bool `json:"resumable"`
 }
 
 // Sessions is a page of sessions and how many it holds.
@@ -27,7 +31,7 @@ type Sessions struct {
 }
 
 // NewSession fills a Session.
-func NewSession(thread, status, errText, node string, last records.ID, created, updated time.Time) Session {
+func NewSession(thread, status, errText, node string, last records.ID, created, updated time.Time, resumable bool) Session {
 	opt := func(s string) *string {
 		if s == "" {
 			return nil
@@ -37,6 +41,7 @@ func NewSession(thread, status, errText, node string, last records.ID, created, 
 	return Session{
 		SessionID: thread, Status: status, Error: opt(errText), FailedAtNode: opt(node),
 		LastCheckpoint: OptionalID(last), CreatedAt: FormatTime(created), UpdatedAt: FormatTime(updated),
+		Resumable: resumable,
 	}
 }
 

@@ -142,7 +142,7 @@ async function loadSessions() {
       tr.append(name, el('td', s.status, 'status-' + s.status), el('td', s.updated_at), el('td', s.error || ''));
       const acts = el('td');
       if (s.status === 'running') acts.append(button('Pause', () => pause(s.session_id)));
-      if (s.status === 'paused' || s.status === 'failed') acts.append(button('Resume', () => resume(s.session_id)));
+      if (s.resumable) acts.append(button('Resume', () => resume(s.session_id)));
       tr.append(acts);
       body.append(tr);
     }
