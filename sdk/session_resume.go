@@ -3,11 +3,13 @@ package sdk
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
+	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 )
 
@@ -58,7 +60,31 @@ type ResumeContext struct {
 // completed session (ErrSessionCompleted), a session with no checkpoint
 // to resume from (ErrNoResumePoint), a checkpoint whose can_resume_from
 // is false (ErrNotResumable), and a From not on the thread (ErrNotFound).
+//
+// What it appends is conditional on the thread being where it was read:
+// a pause, completion or checkpoint that lands in between makes it read
+// and decide again (up to resumeRounds times), so that a resume never
+// follows a completion it did not see.
 func (c *Client) ResumeSession(ctx context.Context, thread, actor string, o ResumeOptions) (ResumeContext, error) {
+	for round := 1; ; round++ {
+		rc, err := c.resumeSession(ctx, thread, actor, o)
+		if !errors.Is(err, splog.ErrMoved) || round == resumeRounds {
+			return rc, err
+		}
+	}
+}
+
+// resumeRounds bounds how often ResumeSession reads and decides again
+// when its thread moved under it.
+const resumeRounds = 5
+
+// resumeSession is one round of ResumeSession, its appends conditional on
+// the thread's clock read first.
+func (c *Client) resumeSession(ctx context.Context, thread, actor string, o ResumeOptions) (ResumeContext, error) {
+	at, err := c.log.ThreadClock(ctx, thread)
+	if err != nil {
+		return ResumeContext{}, fmt.Errorf("spl/sdk: resume %q: %w", thread, err)
+	}
 	status, err := c.statusNow(ctx, thread)
 	if err != nil {
 		return ResumeContext{}, err
@@ -111,11 +137,12 @@ func (c *Client) ResumeSession(ctx context.Context, thread, actor string, o Resu
 	maps.Copy(rc.Memory, from.State.SharedMemory)
 	maps.Copy(rc.Memory, o.Set)
 	if len(o.Set) > 0 {
-		r, err := c.AppendEvent(ctx, Event{Act: records.ActDo, Kind: records.KindSessionMemory, Thread: thread, Actor: actor,
-			Body: records.SessionEvent{Checkpoint: from.ID.String(), Set: o.Set}.Body(records.KindSessionMemory)})
+		r, err := c.appendEventAfter(ctx, Event{Act: records.ActDo, Kind: records.KindSessionMemory, Thread: thread, Actor: actor,
+			Body: records.SessionEvent{Checkpoint: from.ID.String(), Set: o.Set}.Body(records.KindSessionMemory)}, at)
 		if err != nil {
 			return rc, fmt.Errorf("spl/sdk: resume %q: record memory changes: %w", thread, err)
 		}
+		at = r.Clock
 		rc.MemoryEdit = &Receipt{ID: r.ID, Clock: r.Clock}
 		if ev, err := records.DecodeSessionEvent(records.KindSessionMemory, r.Body); err == nil {
 			for k := range o.Set {
@@ -138,12 +165,23 @@ func (c *Client) ResumeSession(ctx context.Context, thread, actor string, o Resu
 		}
 	}
 	cs := rc.ConstraintState
-	ev, err := c.MarkSession(ctx, thread, actor, records.KindSessionResumed, records.SessionEvent{Checkpoint: from.ID.String(), ConstraintState: &cs})
+	body := records.SessionEvent{Checkpoint: from.ID.String(), ConstraintState: &cs}.Body(records.KindSessionResumed)
+	ev, err := c.appendEventAfter(ctx, Event{Act: records.ActDo, Kind: records.KindSessionResumed, Thread: thread, Actor: actor, Body: body}, at)
 	if err != nil {
 		return rc, fmt.Errorf("spl/sdk: resume %q: %w", thread, err)
 	}
-	rc.Event = ev
+	rc.Event = Receipt{ID: ev.ID, Clock: ev.Clock}
 	return rc, nil
+}
+
+// appendEventAfter is AppendEvent on condition that ev's thread is still
+// at clock after (else an error wrapping log.ErrMoved, nothing appended).
+func (c *Client) appendEventAfter(ctx context.Context, ev Event, after uint64) (Record, error) {
+	rec, err := c.record(ev)
+	if err != nil {
+		return Record{}, err
+	}
+	return c.append(ctx, rec, true, after)
 }
 
 // ResumePrompt is an agent's resume prompt section: ResumedHeading, a
