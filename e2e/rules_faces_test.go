@@ -1,0 +1,128 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/spl-dev/spl/records"
+	"github.com/spl-dev/spl/sdk"
+)
+
+// Each rule gives one outcome whichever face writes to spl serve with the
+// write token: the CLI with --server, the Go SDK over NATS (through the
+// door) and POST /v1/records. A redaction policy takes its key out of
+// the body; a checkpoint without a summary is refused naming the field;
+// an actor key binding is refused for want of the admin right. Every face
+// reaches the one service layer, so none of them decides.
+func TestRulesThroughEveryFace(t *testing.T) {
+	h := newHome(t)
+	h.env = append(h.env, "SPL_ACTOR="+seedActor, "SPL_TOKEN_FILE="+filepath.Join(h.dir, "token"))
+	srv := serveHome(t, h)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	goClient, err := sdk.Connect(ctx, srv.nats, sdk.WithActor(seedActor), sdk.WithNATSOptions(nats.Token(srv.writeTok)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer goClient.Close()
+
+	// outcome is what a face's write came to: "ok", "invalid <field>" or
+	// "needs admin".
+	type face struct {
+		name string
+		emit func(t *testing.T, thread, act, kind, body string) string
+	}
+	faces := []face{
+		{"spl emit --server", func(t *testing.T, thread, act, kind, body string) string {
+			r := h.run(t, nil, "--server", srv.nats, "emit", "--thread", thread, "--act", act, "--kind", kind, "--body", body)
+			switch {
+			case r.code == 0:
+				return "ok"
+			case strings.Contains(r.stderr, "needs the admin right"):
+				return "needs admin"
+			case r.code == 1 && strings.Contains(r.stderr, "summary"):
+				return "invalid summary"
+			}
+			return fmt.Sprintf("exit %d: %s", r.code, r.stderr)
+		}},
+		{"Go SDK over NATS", func(t *testing.T, thread, act, kind, body string) string {
+			_, err := goClient.Emit(ctx, sdk.Event{Act: act, Kind: kind, Thread: thread, Body: records.RawBody(mustCBOR(t, body))})
+			var fe *records.FieldError
+			switch {
+			case err == nil:
+				return "ok"
+			case errors.Is(err, sdk.ErrNeedsAdmin):
+				return "needs admin"
+			case errors.As(err, &fe) && strings.Contains(fe.Field, "summary"):
+				return "invalid summary"
+			}
+			return err.Error()
+		}},
+		{"POST /v1/records", func(t *testing.T, thread, act, kind, body string) string {
+			req := fmt.Sprintf(`{"thread":%q,"act":%q,"kind":%q,"actor":%q,"body":%s}`, thread, act, kind, seedActor, body)
+			code, answer := do(t, http.MethodPost, srv.http+"/v1/records", srv.writeTok, req)
+			switch {
+			case code == http.StatusCreated:
+				return "ok"
+			case code == http.StatusForbidden && strings.Contains(answer, "admin"):
+				return "needs admin"
+			case code == http.StatusBadRequest && strings.Contains(answer, "summary"):
+				return "invalid summary"
+			}
+			return fmt.Sprintf("%d %s", code, answer)
+		}},
+	}
+	_, bindDID, err := sdk.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range faces {
+		t.Run(f.name, func(t *testing.T) {
+			thread := fmt.Sprintf("th_rules_%d", i)
+			if _, err := goClient.SetRedaction(ctx, "", sdk.RedactionPolicy{Thread: thread, Keys: []string{"secret"}}); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.emit(t, thread, "SAY", "note.text", `{"text":"hi","secret":"s3cr3t"}`); got != "ok" {
+				t.Fatalf("a note: %s", got)
+			}
+			var notes []record
+			for _, r := range decode[[]record](t, h.mustRun(t, nil, "--server", srv.nats, "--json", "thread", "tail", thread).stdout) {
+				if r.Kind == "note.text" {
+					notes = append(notes, r)
+				}
+			}
+			if len(notes) != 1 || strings.Contains(string(notes[0].Body), "s3cr3t") || !strings.Contains(string(notes[0].Body), "hi") {
+				t.Errorf("the note as stored: %+v, want its text without the covered key", notes)
+			}
+			if got := f.emit(t, thread, "LEARN", records.KindCheckpoint, `{"learnings":["l"]}`); got != "invalid summary" {
+				t.Errorf("a checkpoint without a summary: %s, want refused naming summary", got)
+			}
+			bind := fmt.Sprintf(`{"actor":"did:sync:agent:bound","public_key":%q}`, bindDID)
+			if got := f.emit(t, records.ActorThread, "KNOW", records.KindActorKey, bind); got != "needs admin" {
+				t.Errorf("an actor key binding with the write token: %s, want refused for the admin right", got)
+			}
+		})
+	}
+}
+
+// mustCBOR is the canonical CBOR body of a JSON object.
+func mustCBOR(t *testing.T, js string) []byte {
+	t.Helper()
+	if !json.Valid([]byte(js)) {
+		t.Fatalf("not JSON: %s", js)
+	}
+	b, err := records.BodyFromJSON([]byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
