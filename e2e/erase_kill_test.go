@@ -129,7 +129,10 @@ func TestEraseKilled(t *testing.T) {
 			t.Logf("kill after %v: the erasure had finished", after)
 		}
 		intents, _ := os.ReadDir(filepath.Join(h.dir, "erasing"))
-		v := h.run(t, nil, "verify", thread)
+		// Reopening finishes the deletes the kill interrupted, ~100 block
+		// rewrites: under -race on a loaded machine one took past the
+		// default 30 s timeout in CI.
+		v := h.run(t, nil, "--timeout", "3m", "verify", thread)
 		if v.code != 0 {
 			t.Errorf("kill after %v: verify after the kill: exit %d\n%s%s%s", after, v.code, v.stdout, v.stderr, stderr)
 		}
