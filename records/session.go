@@ -60,6 +60,22 @@ func SessionStatusOf(kind string) string {
 	return ""
 }
 
+// SessionStatus is the status of a thread's session: the one its newest
+// session status event sets (lastEvent, its kind; "" when it has none),
+// else running when the thread holds a checkpoint or a transcript event
+// (hasWork), else "": no session. It is the one rule of the status, for
+// the thread index (projections/fold) and for the service layer's reads
+// of the log (sdk) alike.
+func SessionStatus(lastEvent string, hasWork bool) string {
+	if st := SessionStatusOf(lastEvent); st != "" {
+		return st
+	}
+	if hasWork {
+		return StatusRunning
+	}
+	return ""
+}
+
 // SessionEventKinds are the kinds of the session status events.
 var SessionEventKinds = []string{KindSessionPaused, KindSessionResumed, KindSessionFailed, KindSessionCompleted, KindSessionCancelled}
 

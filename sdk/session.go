@@ -362,10 +362,10 @@ func (c *Client) PauseSession(ctx context.Context, thread, actor string, o Pause
 	return Paused{Checkpoint: r, Event: ev, Pause: p}, nil
 }
 
-// statusNow is the status of thread's session as its newest status event
-// on the log says (running when there is none): read from the log, not
-// the index, so that a pause or resume right after another one sees it.
-// It is Thread.SessionStatus's rule, for the events alone.
+// statusNow is the status of thread's session by the one rule
+// (records.SessionStatus), read from the log, not the index, so that a
+// pause or resume right after another one sees it: "" when the thread
+// holds no session.
 func (c *Client) statusNow(ctx context.Context, thread string) (string, error) {
 	var best splog.Entry
 	for _, kind := range records.SessionEventKinds {
@@ -380,10 +380,19 @@ func (c *Client) statusNow(ctx context.Context, thread string) (string, error) {
 			best = e
 		}
 	}
-	if best.Record == nil {
-		return StatusRunning, nil
+	if best.Record != nil {
+		return records.SessionStatus(best.Record.Header.Kind, true), nil
 	}
-	return records.SessionStatusOf(best.Record.Header.Kind), nil
+	for _, kind := range []string{records.KindCheckpoint, records.KindTranscript} {
+		_, err := c.log.Latest(ctx, thread, kind)
+		switch {
+		case err == nil, errors.Is(err, records.ErrCorrupt): // one is there, verified or not
+			return records.SessionStatus("", true), nil
+		case !errors.Is(err, ErrNotFound):
+			return "", fmt.Errorf("spl/sdk: session status of %q: %w", thread, err)
+		}
+	}
+	return records.SessionStatus("", false), nil
 }
 
 // bodies reads the bodies of the records of kind on thread, oldest first,

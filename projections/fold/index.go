@@ -55,17 +55,16 @@ type SessionState struct {
 	Kind   string     `json:"kind"`
 }
 
-// SessionStatus is the status of the session t's thread holds: that of
-// its newest session status event, else running when it has a
-// checkpoint or a transcript event, else "" (not a session).
+// SessionStatus is the status of the session t's thread holds, by the
+// one rule (records.SessionStatus): that of its newest session status
+// event, else running when it has a checkpoint or a transcript event,
+// else "" (not a session).
 func (t *Thread) SessionStatus() string {
-	switch {
-	case t.Session != nil:
-		return t.Session.Status
-	case t.Checkpoints > 0 || t.Kinds[records.KindTranscript] > 0:
-		return records.StatusRunning
+	last := ""
+	if t.Session != nil {
+		last = t.Session.Kind
 	}
-	return ""
+	return records.SessionStatus(last, t.Checkpoints > 0 || t.Kinds[records.KindTranscript] > 0)
 }
 
 // newSessionState returns the state session event e sets, nil when e is
