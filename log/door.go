@@ -630,6 +630,10 @@ func (d *door) erase(ctx context.Context, rec *records.Record, o eraseOptions) (
 // Door reports whether the log writes through spl serve's door.
 func (l *Log) Door() bool { return l.door != nil }
 
+// DoorAdmin reports whether the log writes through the door with the
+// admin right, which may write everything else too (the read models).
+func (l *Log) DoorAdmin() bool { return l.door != nil && l.door.right == DoorAdmin }
+
 // DoorCall sends one blob operation through the door (see
 // DoorBlobRequest): for the sdk's blobs of runs, which a door log may not
 // write to their bucket itself.

@@ -25,7 +25,7 @@ var (
 	ErrUnknown = errors.New("spl/projections: no such projection")
 	// ErrReadOnly reports a change asked of a read-only runtime
 	// (Options.ReadOnly): it applies nothing and empties nothing.
-	ErrReadOnly = errors.New("spl/projections: read-only: the server runs this projection")
+	ErrReadOnly = errors.New("spl/projections: read-only: the server runs this projection (a rebuild takes its admin token)")
 	// ErrNoModels reports a read-only runtime whose read models do not
 	// exist (yet): no server has run the projection on this log.
 	ErrNoModels = errors.New("spl/projections: no read models")

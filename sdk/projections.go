@@ -379,8 +379,10 @@ func (c *Client) projections(ctx context.Context) (*clientProjections, error) {
 	defer p.mu.Unlock()
 	if p.index == nil {
 		// The buckets are replicated as the client's stream is (WithReplicas).
-		// A door client writes no bucket: spl serve runs the projection.
-		r, err := projections.New(ctx, c.conn, c.log, projections.Index(), projections.Options{Replicas: max(c.cfg.replicas, 1), ReadOnly: c.log.Door()})
+		// A door client writes no bucket, spl serve runs the projection;
+		// the admin right may (a rebuild).
+		readOnly := c.log.Door() && !c.log.DoorAdmin()
+		r, err := projections.New(ctx, c.conn, c.log, projections.Index(), projections.Options{Replicas: max(c.cfg.replicas, 1), ReadOnly: readOnly})
 		if err != nil {
 			return nil, err
 		}

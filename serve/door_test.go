@@ -13,6 +13,7 @@ import (
 
 	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/projections"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
 )
@@ -239,4 +240,32 @@ func r1Header(t *testing.T, c *sdk.Client, ctx context.Context, id records.ID) r
 		t.Fatal(err)
 	}
 	return r.Record.Header
+}
+
+// The read models are spl serve's to keep: a door client with the write
+// token may not rebuild them (ErrReadOnly, naming the admin token), one
+// with the admin token may.
+func TestDoorRebuildTakesTheAdminRight(t *testing.T) {
+	s := start(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	connect := func(token string) *sdk.Client {
+		c, err := sdk.Connect(ctx, s.NATSURL(), sdk.WithActor("did:sync:agent:door"), sdk.WithTimeout(5*time.Second),
+			sdk.WithNATSOptions(nats.Token(dirSecret(t, s, token))))
+		if err != nil {
+			t.Fatalf("connect: %v", err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	admin, writer := connect(AdminTokenFile), connect(natsio.TokenFile)
+	if _, err := writer.Emit(ctx, sdk.Event{Act: records.ActSay, Kind: "note.text", Thread: "th_models", Body: map[string]any{"n": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.RebuildProjection(ctx, "", nil); err != nil {
+		t.Fatalf("rebuild with the admin token: %v", err)
+	}
+	if err := writer.RebuildProjection(ctx, "", nil); !errors.Is(err, projections.ErrReadOnly) || !strings.Contains(err.Error(), "admin token") {
+		t.Fatalf("rebuild with the write token: %v, want ErrReadOnly naming the admin token", err)
+	}
 }
