@@ -440,7 +440,7 @@ func (d *door) sendAttempt(w *writer, batch []*Pending, after map[*Pending]uint6
 				p.finish(Entry{}, fmt.Errorf("spl/log: append: %w", err))
 				continue
 			}
-			d.doubts[p.rec.Header.BD] = doubt
+			d.doubt(p, doubt)
 			p.finish(Entry{}, fmt.Errorf("spl/log: append: %w: %w", ErrInDoubt, err))
 		}
 		return
@@ -461,9 +461,13 @@ func (d *door) sendAttempt(w *writer, batch []*Pending, after map[*Pending]uint6
 			delete(d.doubts, p.rec.Header.BD)
 			w.remember(e)
 		case refusal(err):
-			delete(d.doubts, p.rec.Header.BD)
+			if _, resend := after[p]; !resend {
+				// Nothing of this send was stored. A resend of a record
+				// in doubt keeps its doubt: settle decides.
+				delete(d.doubts, p.rec.Header.BD)
+			}
 		default:
-			d.doubts[p.rec.Header.BD] = doubt
+			d.doubt(p, doubt)
 			if !errors.Is(err, ErrInDoubt) {
 				err = fmt.Errorf("%w: %w", ErrInDoubt, err)
 			}
@@ -476,6 +480,15 @@ func (d *door) sendAttempt(w *writer, batch []*Pending, after map[*Pending]uint6
 	if len(lost) > 0 {
 		time.Sleep(backoff(attempt + 1))
 		d.sendAttempt(w, lost, nil, attempt+1)
+	}
+}
+
+// doubt notes p in doubt since dd, unless it is already: a record sent
+// again keeps the doubt of its first send, whose copy may be anywhere
+// after that send's clock.
+func (d *door) doubt(p *Pending, dd doorDoubt) {
+	if _, ok := d.doubts[p.rec.Header.BD]; !ok {
+		d.doubts[p.rec.Header.BD] = dd
 	}
 }
 
@@ -516,11 +529,12 @@ func (d *door) settle(w *writer, p *Pending, dd doorDoubt) {
 		q.taken.Store(true)
 		d.send(w, []*Pending{q}, map[*Pending]uint64{q: head})
 		<-q.done
-		if !errors.Is(q.err, ErrMoved) {
+		if !errors.Is(q.err, ErrMoved) && !errors.Is(q.err, ErrExpectation) {
 			p.finish(q.entry, q.err)
 			return
 		}
-		// Moved since it was read: by the first copy, or another record.
+		// Moved since it was read (by the first copy, or another record),
+		// or the head read was a replica's a moment behind: look again.
 	}
 	p.finish(Entry{}, fmt.Errorf("spl/log: append: %w: its thread kept moving while its doubt was settled", ErrInDoubt))
 }
