@@ -389,7 +389,7 @@ func (l *Log) deleteTargets(ctx context.Context, stream jetstream.Stream, target
 		if m.hdr.Get(HeaderID) != t.ID.String() || isErasureSubject(m.subject) {
 			continue // not the target, or an erasure: never delete either
 		}
-		if err := stream.SecureDeleteMsg(ctx, t.Clock); err != nil && !isNoMessage(err) {
+		if err := l.secureDelete(ctx, stream, t.Clock); err != nil {
 			return fmt.Errorf("secure delete %d: %w", t.Clock, err)
 		}
 		if err := stop.at(stepDeleted); err != nil {
@@ -397,6 +397,26 @@ func (l *Log) deleteTargets(ctx context.Context, stream jetstream.Stream, target
 		}
 	}
 	return nil
+}
+
+// secureDelete securely deletes the message at clock, each try bounded
+// by the log's timeout and tried again when it got no answer: a request
+// made while a server that took over the store is still recovering it
+// can go unanswered (seen under -race: one waited out a three-minute
+// open), and deleting a message twice is no error (it is gone).
+func (l *Log) secureDelete(ctx context.Context, stream jetstream.Stream, clock uint64) error {
+	for {
+		tctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
+		err := stream.SecureDeleteMsg(tctx, clock)
+		cancel()
+		switch {
+		case err == nil, isNoMessage(err):
+			return nil
+		case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+			continue
+		}
+		return err
+	}
 }
 
 func isNoMessage(err error) bool {
