@@ -505,7 +505,7 @@ func (d *door) settle(w *writer, p *Pending, dd doorDoubt) {
 		e, found, err := d.l.findCopy(ctx, p.rec, dd.seen)
 		var head uint64
 		if err == nil && !found {
-			head, err = d.l.ThreadClock(ctx, thread)
+			head, err = d.l.leaderClock(ctx, thread)
 		}
 		cancel()
 		if err != nil {
@@ -540,22 +540,59 @@ func (d *door) settle(w *writer, p *Pending, dd doorDoubt) {
 }
 
 // findCopy looks for rec, stored, among the records of its thread after
-// clock from.
+// clock from. It reads from the stream leader, one record a request, as
+// the writer's own doubts are settled (leader.go): a replica answering a
+// direct get may not have applied the first copy yet.
 func (l *Log) findCopy(ctx context.Context, rec *records.Record, from uint64) (Entry, bool, error) {
-	var found Entry
-	ok := false
-	err := l.scan(ctx, ThreadSubject(rec.Header.Thread), from+1, 0, readPage, func(m stored) bool {
+	subject := ThreadSubject(rec.Header.Thread)
+	for seq := from + 1; ; {
+		m, err := l.askLeader(ctx, getRequest{Seq: seq, NextFor: subject})
+		if errors.Is(err, ErrNotFound) {
+			return Entry{}, false, nil
+		}
+		if err != nil {
+			return Entry{}, false, err
+		}
+		seq = m.clock + 1
 		e, err := m.decode()
 		if err != nil || e.Record.Header.BD != rec.Header.BD {
-			return true
+			continue
 		}
 		if sealed := rec.WithPrev(e.Record.Header.Prev); sealed.ID() == e.ID {
-			found, ok = Entry{Clock: e.Clock, ID: e.ID, Record: sealed}, true
-			return false
+			return Entry{Clock: e.Clock, ID: e.ID, Record: sealed}, true, nil
 		}
-		return true
-	})
-	return found, ok, err
+	}
+}
+
+// leaderClock is the clock of thread's last record as the stream leader
+// knows it (0: none).
+func (l *Log) leaderClock(ctx context.Context, thread string) (uint64, error) {
+	m, err := l.askLeader(ctx, getRequest{LastFor: ThreadSubject(thread)})
+	if errors.Is(err, ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("last clock of %s: %w", thread, err)
+	}
+	return m.clock, nil
+}
+
+// leaderWait bounds one try of a leader read while a doubt is settled:
+// while the stream elects a leader, nobody answers, and the read is asked
+// again (as the writer's doubt reads are) until ctx ends.
+const leaderWait = 250 * time.Millisecond
+
+// askLeader is getLeader, each try bounded by leaderWait.
+func (l *Log) askLeader(ctx context.Context, req getRequest) (stored, error) {
+	for {
+		tctx, cancel := context.WithTimeout(ctx, leaderWait)
+		m, err := l.getLeader(tctx, req)
+		cancel()
+		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			continue
+		}
+		return m, err
+	}
 }
 
 // doorItem is the DoorItem of rec, encoded as data.
