@@ -43,7 +43,8 @@ var (
 	ErrConflict = splog.ErrConflict
 	// ErrInDoubt reports an append whose outcome is unknown: the answer
 	// was lost (log.ErrInDoubt). Emit it again: a retry of a record that
-	// landed is recognised and not stored twice.
+	// landed is recognised and not stored twice (through spl serve's door
+	// after a cluster leader's death, rarely still twice: docs/faults.md).
 	ErrInDoubt = splog.ErrInDoubt
 	// ErrForbidden reports an append the server dropped because the
 	// client's NATS credentials may not write there (log.ErrForbidden):
