@@ -280,6 +280,18 @@ func (l *Log) CheckMark(ctx context.Context) (*MarkLoss, error) {
 	if l.mark == nil {
 		return nil, nil
 	}
+	st, err := l.Stats(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("check mark: %w", err)
+	}
+	return l.markLoss(ctx, st)
+}
+
+// markLoss is CheckMark against statistics already read.
+func (l *Log) markLoss(ctx context.Context, st Stats) (*MarkLoss, error) {
+	if l.mark == nil {
+		return nil, nil
+	}
 	k, ok, err := l.mark.read()
 	if errors.Is(err, errBadMark) {
 		return &MarkLoss{Mark: k, From: 1, To: k.Clock, Reason: "the high-water mark " + err.Error()}, nil
@@ -287,10 +299,11 @@ func (l *Log) CheckMark(ctx context.Context) (*MarkLoss, error) {
 	if err != nil || !ok {
 		return nil, err
 	}
-	st, err := l.Stats(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("check mark: %w", err)
-	}
+	return l.checkMark(ctx, k, st)
+}
+
+// checkMark is CheckMark of mark k against the stream's statistics st.
+func (l *Log) checkMark(ctx context.Context, k Mark, st Stats) (*MarkLoss, error) {
 	loss := &MarkLoss{Mark: k, LastClock: st.LastClock, To: k.Clock}
 	switch {
 	case st.LastClock < k.Clock:

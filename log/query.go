@@ -31,9 +31,13 @@ func (l *Log) Stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("stream info: %w", err)
 	}
-	info := s.CachedInfo()
+	return statsOf(s.CachedInfo()), nil
+}
+
+// statsOf is the Stats of a stream's information.
+func statsOf(info *jetstream.StreamInfo) Stats {
 	st := info.State
-	return Stats{Records: st.Msgs, Bytes: st.Bytes, FirstClock: st.FirstSeq, LastClock: st.LastSeq, Replicas: info.Config.Replicas}, nil
+	return Stats{Records: st.Msgs, Bytes: st.Bytes, FirstClock: st.FirstSeq, LastClock: st.LastSeq, Replicas: info.Config.Replicas}
 }
 
 // ThreadsWith lists, sorted, the threads that hold records of kind, from

@@ -95,7 +95,36 @@ func (l *Log) checkStream(ctx context.Context) error {
 	return nil
 }
 
-// CheckStream asks the server for the stream's configuration and refuses
-// one changed behind the log's back (StreamChanges): spl serve's health
-// check asks it, so that a change made while it runs shows at once.
-func (l *Log) CheckStream(ctx context.Context) error { return l.checkStream(ctx) }
+// State is what one look at the stream finds (Log.State).
+type State struct {
+	Stats Stats
+	// Changed, when not nil, says what of the stream's configuration was
+	// changed behind the log's back (an error wrapping ErrStreamChanged).
+	Changed error
+	// Loss is what the stream lacks behind the high-water mark, or nil.
+	Loss *MarkLoss
+}
+
+// State reads the stream's information once and reports from it the
+// statistics, a configuration changed behind the log's back
+// (StreamChanges) and a loss behind the high-water mark (CheckMark):
+// spl serve's health check, so that a change made while it runs shows at
+// once.
+func (l *Log) State(ctx context.Context) (State, error) {
+	if l.readsClosed() {
+		return State{}, ErrClosed
+	}
+	s, err := l.c.JS.Stream(ctx, l.opts.Stream)
+	if err != nil {
+		return State{}, fmt.Errorf("stream info: %w", err)
+	}
+	info := s.CachedInfo()
+	st := State{Stats: statsOf(info)}
+	if ch := StreamChanges(info.Config, StreamConfig(l.opts.Stream, info.Config.Replicas)); len(ch) > 0 {
+		st.Changed = streamChanged(l.opts.Stream, ch)
+	}
+	if st.Loss, err = l.markLoss(ctx, st.Stats); err != nil {
+		return st, fmt.Errorf("check mark: %w", err)
+	}
+	return st, nil
+}

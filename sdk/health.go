@@ -31,27 +31,21 @@ func (h Health) OK() bool { return h.Status == "ok" }
 // to the high-water mark, keeps the configuration the log needs, and
 // that its newest record verifies. spl serve's /healthz answers it.
 func (c *Client) Health(ctx context.Context) Health {
-	st, err := c.log.Stats(ctx)
-	if err != nil {
-		return Health{Status: "unavailable", Err: err}
-	}
-	h := Health{Status: "ok", LastClock: st.LastClock}
-	loss, err := c.log.CheckMark(ctx)
+	st, err := c.log.State(ctx)
+	h := Health{Status: "ok", LastClock: st.Stats.LastClock}
 	switch {
 	case err != nil:
 		h.Status, h.Err = "unavailable", err
-	case loss != nil:
-		h.Status, h.Loss, h.Err = "loss", loss, loss
+	case st.Loss != nil:
+		h.Status, h.Loss, h.Err = "loss", st.Loss, st.Loss
+	case st.Changed != nil:
+		h.Status, h.Err = "changed", st.Changed
 	}
 	if !h.OK() {
 		return h
 	}
-	if err := c.log.CheckStream(ctx); err != nil {
-		h.Status, h.Err = "changed", err
-		return h
-	}
-	if st.LastClock > 0 {
-		_, err := c.log.At(ctx, st.LastClock)
+	if h.LastClock > 0 {
+		_, err := c.log.At(ctx, h.LastClock)
 		switch {
 		case errors.Is(err, records.ErrCorrupt):
 			h.Status, h.Err = "corrupt", fmt.Errorf("the newest record: %w", err)
