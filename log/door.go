@@ -60,7 +60,6 @@ func DoorSubject(right, op string) string { return DoorPrefix + "." + right + ".
 // DoorInfoReply answers DoorInfo.
 type DoorInfoReply struct {
 	Stream     string     `cbor:"stream"`      // the log's stream
-	Replicas   int        `cbor:"replicas"`    // its replicas
 	MaxRequest int        `cbor:"max_request"` // the largest request the server takes, in bytes
 	Err        *DoorError `cbor:"err,omitempty"`
 }
@@ -250,14 +249,11 @@ type door struct {
 	info  DoorInfoReply
 
 	// Owned by the writer's goroutine.
-	seen   uint64                 // the highest clock any answer named
-	doubts map[[32]byte]doorDoubt // by body digest: records in doubt
-}
-
-// doorDoubt is a record whose send got no answer, or an answer that did
-// not settle it.
-type doorDoubt struct {
-	seen uint64 // the highest clock an answer had named when it was sent: a copy is after it
+	seen uint64 // the highest clock any answer named
+	// doubts are the records whose send got no answer, or one that did
+	// not settle them, by body digest: the highest clock an answer had
+	// named when each was sent (a copy is after it).
+	doubts map[[32]byte]uint64
 }
 
 // refusal reports whether err, the door's answer for one record, says
@@ -295,7 +291,7 @@ func findDoor(ctx context.Context, l *Log) (*door, error) {
 			if info.Stream != l.opts.Stream {
 				return nil, fmt.Errorf("door: the server writes stream %s, not %s", info.Stream, l.opts.Stream)
 			}
-			return &door{l: l, right: right, info: info, doubts: make(map[[32]byte]doorDoubt)}, nil
+			return &door{l: l, right: right, info: info, doubts: make(map[[32]byte]uint64)}, nil
 		case errors.Is(err, nats.ErrNoResponders):
 			none++
 		case errors.Is(err, ErrForbidden):
@@ -306,7 +302,7 @@ func findDoor(ctx context.Context, l *Log) (*door, error) {
 	if none == 2 {
 		return nil, nil
 	}
-	return &door{l: l, doubts: make(map[[32]byte]doorDoubt)}, nil
+	return &door{l: l, doubts: make(map[[32]byte]uint64)}, nil
 }
 
 // doorCall sends one request to subject and decodes its answer into out.
@@ -374,8 +370,8 @@ func (d *door) commit(w *writer, batch []*Pending) {
 	}
 	fresh := batch[:0:0]
 	for _, p := range batch {
-		if dd, ok := d.doubts[p.rec.Header.BD]; ok {
-			d.settle(w, p, dd)
+		if seen, ok := d.doubts[p.rec.Header.BD]; ok {
+			d.settle(w, p, seen)
 			continue
 		}
 		fresh = append(fresh, p)
@@ -423,7 +419,7 @@ func (d *door) sendAttempt(w *writer, batch []*Pending, after map[*Pending]uint6
 		return
 	}
 	start := time.Now()
-	doubt := doorDoubt{seen: d.seen}
+	doubt := d.seen
 	var rep DoorAppendReply
 	err = d.l.doorCall(context.Background(), subject, req, &rep, d.timeout(size))
 	if err == nil && rep.Err != nil {
@@ -483,12 +479,12 @@ func (d *door) sendAttempt(w *writer, batch []*Pending, after map[*Pending]uint6
 	}
 }
 
-// doubt notes p in doubt since dd, unless it is already: a record sent
-// again keeps the doubt of its first send, whose copy may be anywhere
-// after that send's clock.
-func (d *door) doubt(p *Pending, dd doorDoubt) {
+// doubt notes p in doubt, a copy of it anywhere after clock seen, unless
+// it is already: a record sent again keeps the doubt of its first send,
+// whose copy may be anywhere after that send's clock.
+func (d *door) doubt(p *Pending, seen uint64) {
 	if _, ok := d.doubts[p.rec.Header.BD]; !ok {
-		d.doubts[p.rec.Header.BD] = dd
+		d.doubts[p.rec.Header.BD] = seen
 	}
 }
 
@@ -498,11 +494,11 @@ const doubtRounds = 8
 
 // settle answers p, a record in doubt: its stored copy if one is in the
 // log, else the outcome of a conditional resend (see commit).
-func (d *door) settle(w *writer, p *Pending, dd doorDoubt) {
+func (d *door) settle(w *writer, p *Pending, seen uint64) {
 	thread := p.rec.Header.Thread
 	for range doubtRounds {
 		ctx, cancel := context.WithTimeout(context.Background(), d.l.opts.Timeout)
-		e, found, err := d.l.findCopy(ctx, p.rec, dd.seen)
+		e, found, err := d.l.findCopy(ctx, p.rec, seen)
 		var head uint64
 		if err == nil && !found {
 			head, err = d.l.leaderClock(ctx, thread)
@@ -709,8 +705,19 @@ func (l *Log) DoorCall(ctx context.Context, op string, req DoorBlobRequest) (Doo
 // DoorPart is the most a blob operation carries in one request: a part
 // of a blob, well under the server's largest request.
 func (l *Log) DoorPart() int {
-	if l.door == nil || l.door.info.MaxRequest <= 0 {
+	if l.door == nil {
+		return DoorPartOf(0)
+	}
+	return DoorPartOf(l.door.info.MaxRequest)
+}
+
+// DoorPartOf is the part of a blob one request carries to or from a
+// server whose largest request is maxRequest bytes (0: not known): half
+// of it, at least 64 KiB; 1 MiB when unknown. The one rule of both sides
+// of the door.
+func DoorPartOf(maxRequest int) int {
+	if maxRequest <= 0 {
 		return 1 << 20
 	}
-	return max(l.door.info.MaxRequest/2, 64<<10)
+	return max(maxRequest/2, 64<<10)
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/spl-dev/spl/internal/natsio"
 	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
@@ -25,8 +23,8 @@ func init() {
 }
 
 // ErrBlobExists reports a blob put under a name that holds other bytes:
-// a blob, once stored, is never replaced.
-var ErrBlobExists = errors.New("spl/sdk: a different blob is stored under that name")
+// a blob, once stored, is never replaced (natsio.ErrBlobExists).
+var ErrBlobExists = natsio.ErrBlobExists
 
 // SubmitRecord is the door's append: rec, a record a client built and
 // sealed elsewhere and sent unchained, passes the seal path (redaction,
@@ -96,15 +94,6 @@ func (c *Client) PutBlob(ctx context.Context, bucket, name string, data []byte) 
 	if err := checkBlobName(name); err != nil {
 		return err
 	}
-	have, err := c.blobs().Get(ctx, name)
-	switch {
-	case err == nil && string(have) == string(data):
-		return nil
-	case err == nil:
-		return fmt.Errorf("blob %s: %w", name, ErrBlobExists)
-	case !errors.Is(err, natsio.ErrNoBlob) && !errors.Is(err, jetstream.ErrBucketNotFound):
-		return err
-	}
 	return c.blobs().Put(ctx, name, data)
 }
 
@@ -145,17 +134,16 @@ type doorBlobs struct {
 
 func (b doorBlobs) Put(ctx context.Context, name string, data []byte) error {
 	part := b.l.DoorPart()
-	for off := 0; off < len(data) || off == 0; off += part {
+	for off := 0; ; off += part {
 		end := min(off+part, len(data))
 		req := splog.DoorBlobRequest{Bucket: BlobBucket, Name: name, Offset: int64(off), Size: int64(len(data)), Data: data[off:end]}
 		if _, err := b.l.DoorCall(ctx, splog.DoorBlobPut, req); err != nil {
 			return fmt.Errorf("put blob %s: %w", name, err)
 		}
 		if end == len(data) {
-			break
+			return nil
 		}
 	}
-	return nil
 }
 
 func (b doorBlobs) Get(ctx context.Context, name string) ([]byte, error) {

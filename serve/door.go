@@ -153,7 +153,7 @@ func (s *Server) doorClient(ctx context.Context) (*sdk.Client, error) {
 func (d *door) dispatch(ctx context.Context, c *sdk.Client, op string, data []byte) (any, error) {
 	switch op {
 	case splog.DoorInfo:
-		return splog.DoorInfoReply{Stream: c.StreamName(), Replicas: d.s.cfg.Replicas, MaxRequest: int(d.s.nopts.MaxPayload)}, nil
+		return splog.DoorInfoReply{Stream: c.StreamName(), MaxRequest: int(d.s.nopts.MaxPayload)}, nil
 	case splog.DoorAppend:
 		var req splog.DoorAppendRequest
 		if err := decodeDoor(data, &req); err != nil {
@@ -341,7 +341,7 @@ func (d *door) blobGet(ctx context.Context, c *sdk.Client, req splog.DoorBlobReq
 	if req.Offset < 0 || req.Offset > int64(len(data)) {
 		return splog.DoorBlobReply{}, &records.FieldError{Field: "offset", Rule: fmt.Sprintf("blob %s has %d bytes; offset %d is past them", req.Name, len(data), req.Offset)}
 	}
-	part := max(int(d.s.nopts.MaxPayload)/2, 64<<10)
+	part := splog.DoorPartOf(int(d.s.nopts.MaxPayload))
 	end := min(req.Offset+int64(part), int64(len(data)))
 	return splog.DoorBlobReply{Size: int64(len(data)), Data: data[req.Offset:end]}, nil
 }

@@ -3,6 +3,7 @@ package natsio
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"sync"
@@ -12,6 +13,10 @@ import (
 
 // ErrNoBlob reports a blob that the bucket does not hold.
 var ErrNoBlob = errors.New("spl/natsio: no such blob")
+
+// ErrBlobExists reports a put under a name that holds other bytes: a
+// blob, once stored, is never replaced.
+var ErrBlobExists = errors.New("spl/natsio: a different blob is stored under that name")
 
 // Blobs is a JetStream object store bucket that holds payloads too large
 // for a record, by name. It knows nothing of what names mean: the caller
@@ -64,14 +69,20 @@ func (b *Blobs) open(ctx context.Context, create bool) (jetstream.ObjectStore, e
 
 // Put stores data under name and returns once it is durable (fsynced on
 // the embedded server). A blob already stored under name with the same
-// bytes is left as it is.
+// bytes (size and SHA-256, as the bucket keeps them) is left as it is;
+// one with other bytes is refused with ErrBlobExists.
 func (b *Blobs) Put(ctx context.Context, name string, data []byte) error {
 	s, err := b.open(ctx, true)
 	if err != nil {
 		return err
 	}
-	if info, err := s.GetInfo(ctx, name); err == nil && info.Size == uint64(len(data)) {
-		return nil
+	if info, err := s.GetInfo(ctx, name); err == nil {
+		h := sha256.New()
+		h.Write(data)
+		if info.Size == uint64(len(data)) && info.Digest == jetstream.GetObjectDigestValue(h) {
+			return nil
+		}
+		return fmt.Errorf("put blob %s: %w", name, ErrBlobExists)
 	}
 	if _, err := s.PutBytes(ctx, name, data); err != nil {
 		return fmt.Errorf("put blob %s: %w", name, err)
