@@ -109,14 +109,13 @@ func (d *door) serve(m *nats.Msg, at time.Time) {
 	timeout := cmp.Or(d.s.cfg.Timeout, 10*time.Second) + time.Duration(len(m.Data)>>20)*time.Second
 	ctx, cancel := context.WithDeadline(d.s.bg, at.Add(timeout))
 	defer cancel()
-	ctx = context.WithValue(ctx, receivedKey{}, at)
 	if right == splog.DoorAdmin {
 		ctx = sdk.AsAdmin(ctx)
 	}
 	var reply any
 	c, err := d.s.doorClient(ctx)
 	if err == nil {
-		reply, err = d.dispatch(ctx, c, op, m.Data)
+		reply, err = d.dispatch(ctx, c, op, m.Data, at)
 	}
 	if err != nil {
 		reply = struct {
@@ -133,9 +132,6 @@ func (d *door) serve(m *nats.Msg, at time.Time) {
 	}
 }
 
-// receivedKey keys, in a request's context, the time the door received it.
-type receivedKey struct{}
-
 // doorClient waits for the log to open, as long as ctx allows.
 func (s *Server) doorClient(ctx context.Context) (*sdk.Client, error) {
 	select {
@@ -149,8 +145,8 @@ func (s *Server) doorClient(ctx context.Context) (*sdk.Client, error) {
 	return s.c.Load(), nil
 }
 
-// dispatch runs operation op of the request data.
-func (d *door) dispatch(ctx context.Context, c *sdk.Client, op string, data []byte) (any, error) {
+// dispatch runs operation op of the request data, received at at.
+func (d *door) dispatch(ctx context.Context, c *sdk.Client, op string, data []byte, at time.Time) (any, error) {
 	switch op {
 	case splog.DoorInfo:
 		return splog.DoorInfoReply{Stream: c.StreamName(), MaxRequest: int(d.s.nopts.MaxPayload)}, nil
@@ -159,7 +155,7 @@ func (d *door) dispatch(ctx context.Context, c *sdk.Client, op string, data []by
 		if err := decodeDoor(data, &req); err != nil {
 			return nil, err
 		}
-		return d.append(ctx, c, req)
+		return d.append(ctx, c, req, at)
 	case splog.DoorErase:
 		var req splog.DoorEraseRequest
 		if err := decodeDoor(data, &req); err != nil {
@@ -194,15 +190,14 @@ func decodeDoor(data []byte, v any) error {
 	return nil
 }
 
-// append hands every record of req to the service layer, then waits for
-// them all: they are group-committed together.
-func (d *door) append(ctx context.Context, c *sdk.Client, req splog.DoorAppendRequest) (splog.DoorAppendReply, error) {
+// append hands every record of req, received at at, to the service layer,
+// then waits for them all: they are group-committed together.
+func (d *door) append(ctx context.Context, c *sdk.Client, req splog.DoorAppendRequest, at time.Time) (splog.DoorAppendReply, error) {
 	if req.Budget > 0 {
 		// Half the client's wait from when the request came: the rest is
 		// room for its way here and the answer's way back. Past the
 		// client's wait, it may send a record again, and a lost race of
 		// the first copy must not be retried then (log.door.settle).
-		at, _ := ctx.Value(receivedKey{}).(time.Time)
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, at.Add(time.Duration(req.Budget)*time.Millisecond/2))
 		defer cancel()
