@@ -167,7 +167,9 @@ func On(ctx context.Context, c *natsio.Conn, opts Options) (*Log, error) {
 
 func open(ctx context.Context, c *natsio.Conn, opts Options) (*Log, error) {
 	l := &Log{opts: opts, c: c, closed: make(chan struct{}), drained: make(chan struct{})}
-	if !opts.NoDoor {
+	// A process that runs the embedded server itself has no door to ask
+	// for: spl serve holds the directory's lock when it serves it.
+	if !opts.NoDoor && !c.Serving() {
 		if err := l.retryLost(ctx, func(ctx context.Context) (err error) {
 			l.door, err = findDoor(ctx, l)
 			return err
