@@ -717,6 +717,14 @@ type clockRange struct {
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	warn := s.warnings()
+	if c := r.Header.Get(ChallengeHeader); c != "" && s.cfg.HTTPToken != "" {
+		p, err := Proof(s.cfg.HTTPToken, c)
+		if err != nil {
+			s.refuse(w, http.StatusBadRequest, "invalid", wire.Error{Error: err.Error(), Field: ChallengeHeader, Rule: "32 to 128 hex digits"})
+			return
+		}
+		w.Header().Set(ProofHeader, p)
+	}
 	switch l := s.c.Load(); {
 	case s.stopping.Load():
 		writeJSON(w, http.StatusServiceUnavailable, healthJSON{Status: "stopping", Warnings: warn})

@@ -545,7 +545,7 @@ export async function connect(options: ConnectOptions = {}): Promise<Client> {
   const actor = options.actor ?? process.env.SPL_ACTOR ?? undefined;
   let url = options.url ?? process.env.SPL_URL;
   if (!url) {
-    url = await localURL({ home: options.home, bin: options.splBinary, token });
+    url = await localURL({ home: options.home, bin: options.splBinary });
     // The local server's own credentials, which its user may read.
     token ??= await localToken(options.home);
   }
