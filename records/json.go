@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"strconv"
 	"strings"
@@ -23,9 +24,12 @@ import (
 // number that cannot be kept exactly.
 //
 // Numbers without '.', 'e' or 'E' become CBOR integers; one outside
-// -2^64 to 2^64-1 is refused. Other numbers become the nearest float64
-// (encoded in its shortest exact float form); one beyond the float64 range,
-// or one whose digits are not all zero that would become 0, is refused.
+// -2^64 to 2^64-1, and -0, are refused. Other numbers become the nearest
+// float64 (encoded in its shortest exact float form) when that float is
+// the value written: one beyond the float64 range, one whose digits are
+// not all zero that would become 0, and one whose float's shortest text
+// has another value (3.141592653589793238, 0.10000000000000001) are
+// refused.
 // Strings, booleans, null, arrays and nested objects map to their CBOR
 // counterparts. Input that is not one JSON object is a
 // *FieldError{Field: "body", Rule: "must be a JSON object: …"}.
@@ -136,6 +140,9 @@ func toJSON(path string, v any) (any, error) {
 	case *big.Int:
 		return json.Number(v.String()), nil
 	case float64:
+		if v == 0 && math.Signbit(v) {
+			return json.Number("-0.0"), nil // "-0" would read back as the integer 0, which has no sign
+		}
 		return json.Number(strconv.FormatFloat(v, 'g', -1, 64)), nil
 	case string, bool, nil, uint64, int64:
 		return v, nil

@@ -383,6 +383,9 @@ func (r *jsonReader) number(path string) (any, error) {
 	}
 	s := string(r.data[start:r.pos])
 	if !isFloat {
+		if s == "-0" {
+			return nil, fieldErrorf(path, "integer \"-0\" cannot be kept exactly: an integer has no negative zero (send 0, or -0.0 for the float)")
+		}
 		return jsonInteger(path, s)
 	}
 	f, err := strconv.ParseFloat(s, 64)
@@ -392,7 +395,54 @@ func (r *jsonReader) number(path string) (any, error) {
 	if f == 0 && strings.ContainsAny(string(r.data[start:mantEnd]), "123456789") {
 		return nil, fieldErrorf(path, "number %s cannot be kept exactly: it is too small for a float64 and would become 0", quote(s))
 	}
+	if kept := strconv.FormatFloat(f, 'g', -1, 64); !sameDecimal(s, kept) {
+		return nil, fieldErrorf(path, "number %s cannot be kept exactly: it has more precision than a float64, which would keep %s (send that, or the number as a string)", quote(s), kept)
+	}
 	return f, nil
+}
+
+// sameDecimal reports whether the JSON number literals a and b have the
+// same decimal value ("1.50" and "1.5e0" do; "0.10000000000000001" and
+// "0.1" do not). A float literal is kept when it equals the shortest text
+// of the float64 it becomes: then the value written is the value read
+// back, to the last digit.
+func sameDecimal(a, b string) bool {
+	an, ad, ae := decimalOf(a)
+	bn, bd, be := decimalOf(b)
+	if ad == "" || bd == "" { // zero: its sign is the float's, kept apart
+		return ad == bd
+	}
+	return an == bn && ad == bd && ae == be
+}
+
+// decimalOf splits a number literal into its sign, its significant digits
+// (no leading or trailing zeros; "" for zero) and the exponent e of its
+// value 0.digits × 10^e. An exponent beyond ±10^9 is clamped: the
+// literal is then far outside the float64 range, refused before.
+func decimalOf(s string) (neg bool, digits string, exp int) {
+	if strings.HasPrefix(s, "-") {
+		neg, s = true, s[1:]
+	}
+	mant, e := s, 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mant = s[:i]
+		x := strings.TrimPrefix(s[i+1:], "+")
+		n, err := strconv.Atoi(x)
+		switch {
+		case err == nil && n > -1e9 && n < 1e9:
+			e = n
+		case strings.HasPrefix(x, "-"):
+			e = -1e9
+		default:
+			e = 1e9
+		}
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	all := intPart + frac
+	e += len(intPart)
+	trimmed := strings.TrimLeft(all, "0")
+	e -= len(all) - len(trimmed)
+	return neg, strings.TrimRight(trimmed, "0"), e
 }
 
 // minCBORInt is -2^64, the smallest integer CBOR encodes without a tag.

@@ -34,6 +34,7 @@ func TestBatch(t *testing.T) {
 		emitBody("th_batch_other", "LEARN", records.KindCheckpoint, `{"summary":"s","learnings":["l"],"next_steps":"n"}`),
 		emitBody("th_batch", "DO", "agent.step", `{"step":4}`),
 		`"not an object"`,
+		emitBody("th_batch", "DO", "agent.step", `{"pi":3.141592653589793238462643383279}`),
 	}
 	var resp batchResponse
 	if code := call(t, "POST", b+"/v1/records/batch", batchOf(items...), &resp); code != http.StatusOK {
@@ -54,6 +55,7 @@ func TestBatch(t *testing.T) {
 		{201, "", ""},
 		{201, "", ""},
 		{400, "", ""},
+		{400, "body.pi", "would keep 3.141592653589793"},
 	}
 	for i, w := range want {
 		r := resp.Results[i]

@@ -49,6 +49,10 @@ func TestEmitRefusesChangedInput(t *testing.T) {
 		{"underflow", req(`"body":{"a":{"b":1e-400}}`), "body.a.b", `number "1e-400" cannot be kept exactly`},
 		{"overflow", req(`"body":{"f":[1e400]}`), "body.f[0]", `number "1e400" cannot be kept exactly`},
 		{"integer past uint64", req(`"body":{"n":18446744073709551616}`), "body.n", "out of range"},
+		{"more digits than a float64", req(`"body":{"pi":3.141592653589793238462643383279}`), "body.pi", "would keep 3.141592653589793"},
+		{"rounded to a denormal", req(`"body":{"x":[2.5e-324]}`), "body.x[0]", "would keep 5e-324"},
+		{"a float's exact value for its text", req(`"body":{"x":0.1000000000000000055511151231257827}`), "body.x", "would keep 0.1"},
+		{"integer minus zero", req(`"body":{"z":-0}`), "body.z", "no negative zero"},
 		{"ts not an integer", req(`"body":{},"ts":1e-400`), "ts", "must be an integer"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
