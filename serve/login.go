@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -38,8 +39,16 @@ import (
 // requests that carry one need neither.
 //
 // Failed logins are logged, counted (spl_http_refused_total{reason=
-// "login_failed"}) and limited: loginFailures per loginWindow from one
-// remote address, then 429 until the window ends.
+// "login_failed"}) and limited per token tried: loginFailures per
+// loginWindow of one token from one remote address, then that token is
+// answered 429 from there until the window ends. The limit is on the
+// token tried, not on the address, so that nobody who shares an address
+// (every local user shares 127.0.0.1) can lock the right token out by
+// failing on purpose: the right token is never refused for others'
+// failures. Guessing is not what the limit stops; the tokens' length does
+// (256 random bits when the server makes them, at least 16 characters
+// when configured). It keeps a client that retries a wrong token cheap
+// and visible.
 
 const (
 	loginCookie    = "spl_login"
@@ -49,9 +58,9 @@ const (
 	loginTTL      = 12 * time.Hour // a login ends this long after it began
 	loginIdle     = time.Hour      // or this long after its last use
 	maxLogins     = 1024           // logins kept at once; past it the least recently used ends
-	loginFailures = 5              // failed logins from one remote address per loginWindow
+	loginFailures = 5              // failed logins of one token from one remote address per loginWindow
 	loginWindow   = time.Minute
-	maxRemotes    = 4096 // remote addresses whose failures are counted at once
+	maxRemotes    = 4096 // (address, token) pairs whose failures are counted at once
 	maxLoginBody  = 4 << 10
 )
 
@@ -172,29 +181,30 @@ func (ls *loginStore) end(id string) {
 	delete(ls.ids, k)
 }
 
-// limited reports whether remote has failed loginFailures times within
-// the current window, and when it may try again.
-func (ls *loginStore) limited(remote string) (time.Duration, bool) {
+// limited reports whether the token of key (failureKey) has failed
+// loginFailures times from its address within the current window, and
+// when it may be tried again.
+func (ls *loginStore) limited(key string) (time.Duration, bool) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	f, ok := ls.fails[remote]
+	f, ok := ls.fails[key]
 	if !ok {
 		return 0, false
 	}
 	left := f.since.Add(loginWindow).Sub(ls.clock())
 	if left <= 0 {
-		delete(ls.fails, remote)
+		delete(ls.fails, key)
 		return 0, false
 	}
 	return left, f.n >= loginFailures
 }
 
-// failed counts a failed login of remote.
-func (ls *loginStore) failed(remote string) {
+// failed counts a failed login of key (failureKey).
+func (ls *loginStore) failed(key string) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	now := ls.clock()
-	f, ok := ls.fails[remote]
+	f, ok := ls.fails[key]
 	if ok && now.Sub(f.since) >= loginWindow {
 		f.n, f.since = 0, now
 	}
@@ -203,7 +213,7 @@ func (ls *loginStore) failed(remote string) {
 			ls.forgetFailures(now)
 		}
 		f = &failures{since: now}
-		ls.fails[remote] = f
+		ls.fails[key] = f
 	}
 	f.n++
 }
@@ -278,6 +288,14 @@ func (s *Server) loginCookieID(r *http.Request) string {
 	return c.Value
 }
 
+// failureKey is what failed logins are counted by: the address and a
+// digest of the token tried (never the token itself, kept in memory for
+// a minute).
+func failureKey(remote, token string) string {
+	d := sha256.Sum256([]byte(token))
+	return remote + " " + hex.EncodeToString(d[:16])
+}
+
 // remoteHost is the address a request came from, without its port: the
 // unit of the failed-login limit.
 func remoteHost(r *http.Request) string {
@@ -300,24 +318,25 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		s.refuseOrigin(w, r, err)
 		return
 	}
-	remote := remoteHost(r)
-	if wait, ok := s.logins.limited(remote); ok {
-		s.m.refused.WithLabelValues("login_limited").Inc()
-		s.logger.Warn("http refused: login limited", "remote", r.RemoteAddr, "retry_after", wait.Round(time.Second))
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
-		writeJSON(w, http.StatusTooManyRequests, wire.Error{
-			Error: fmt.Sprintf("too many failed logins from %s; try again in %s", remote, wait.Round(time.Second)),
-			Field: "token", Rule: fmt.Sprintf("at most %d failed logins a %s from one address", loginFailures, loginWindow)})
-		return
-	}
 	var req loginRequest
 	r.Body = http.MaxBytesReader(w, r.Body, maxLoginBody)
 	if !s.readRequest(w, r, &req) {
 		return
 	}
+	remote := remoteHost(r)
+	tried := failureKey(remote, req.Token)
+	if wait, ok := s.logins.limited(tried); ok {
+		s.m.refused.WithLabelValues("login_limited").Inc()
+		s.logger.Warn("http refused: login limited", "remote", r.RemoteAddr, "retry_after", wait.Round(time.Second))
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
+		writeJSON(w, http.StatusTooManyRequests, wire.Error{
+			Error: fmt.Sprintf("this token failed %d logins from %s; try it again in %s", loginFailures, remote, wait.Round(time.Second)),
+			Field: "token", Rule: fmt.Sprintf("at most %d failed logins a %s with one token from one address", loginFailures, loginWindow)})
+		return
+	}
 	have := s.tokenRight(req.Token)
 	if have == rightNone {
-		s.logins.failed(remote)
+		s.logins.failed(tried)
 		s.m.refused.WithLabelValues("login_failed").Inc()
 		s.logger.Warn("http refused: login with a wrong token", "remote", r.RemoteAddr)
 		writeJSON(w, http.StatusUnauthorized, wire.Error{Error: "login: the token is neither the read token nor the write token",

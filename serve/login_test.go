@@ -171,33 +171,48 @@ func TestLogin(t *testing.T) {
 }
 
 // TestLoginWrongToken: a wrong token is 401 and counted; past
-// loginFailures from one address within the window, even the right token
-// is refused (429) until the window ends.
+// loginFailures of one token from one address within the window, that
+// token is refused (429) until the window ends. Others' failures from
+// the same address (every local user's is 127.0.0.1) never lock the
+// right token out.
 func TestLoginWrongToken(t *testing.T) {
 	s := start(t, Config{})
 	clock := useClock(s)
 	b := newBrowser(t, http.DefaultClient, base(s))
-	for i, tok := range []string{"wrong", "", s.cfg.HTTPToken + "x", "a", "b"} {
+	try := func(tok string) (int, http.Header, wire.Error) {
 		var e wire.Error
 		code, h := b.do("POST", "/v1/login", `{"token":"`+tok+`"}`, &e)
-		if code != http.StatusUnauthorized || e.Field != "token" || len(h.Values("Set-Cookie")) != 0 {
+		return code, h, e
+	}
+	// Many wrong tokens, each failing less than the limit.
+	for i, tok := range []string{"wrong", "", s.cfg.HTTPToken + "x", "a", "b", "c", "d", "e"} {
+		if code, h, e := try(tok); code != http.StatusUnauthorized || e.Field != "token" || len(h.Values("Set-Cookie")) != 0 {
 			t.Fatalf("login %d with %q: %d %+v, want 401 on token without a cookie", i, tok, code, e)
 		}
 	}
-	var e wire.Error
-	code, h := b.do("POST", "/v1/login", `{"token":"`+s.cfg.HTTPToken+`"}`, &e)
-	if code != http.StatusTooManyRequests || h.Get("Retry-After") == "" {
-		t.Fatalf("login after %d failures: %d %+v, want 429 with Retry-After", loginFailures, code, e)
+	// One wrong token, past the limit.
+	for i := 0; i < loginFailures; i++ {
+		if code, _, e := try("mallory"); code != http.StatusUnauthorized {
+			t.Fatalf("failure %d of one token: %d %+v, want 401", i, code, e)
+		}
+	}
+	code, h, e := try("mallory")
+	if code != http.StatusTooManyRequests || h.Get("Retry-After") == "" || e.Field != "token" || !strings.Contains(e.Rule, "with one token") {
+		t.Fatalf("login of a token after %d failures: %d %+v, want 429 with Retry-After", loginFailures, code, e)
+	}
+	// The right token, from the same address, is never locked out.
+	if l, _ := b.login(s.cfg.HTTPToken); l.Right != "write" {
+		t.Fatalf("the right token after others' failures: %+v", l)
 	}
 	metrics := scrape(t, s)
-	for _, want := range []string{`spl_http_refused_total{reason="login_failed"} 5`, `spl_http_refused_total{reason="login_limited"} 1`} {
+	for _, want := range []string{`spl_http_refused_total{reason="login_failed"} 13`, `spl_http_refused_total{reason="login_limited"} 1`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}
 	clock.add(loginWindow)
-	if l, _ := b.login(s.cfg.HTTPToken); l.Right != "write" {
-		t.Fatalf("login after the window: %+v", l)
+	if code, _, e := try("mallory"); code != http.StatusUnauthorized {
+		t.Fatalf("the limited token after the window: %d %+v, want 401 (checked again)", code, e)
 	}
 	// Not JSON (a form posted without the page's script): refused.
 	b.cookie = nil
