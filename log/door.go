@@ -61,7 +61,36 @@ func DoorSubject(right, op string) string { return DoorPrefix + "." + right + ".
 type DoorInfoReply struct {
 	Stream     string     `cbor:"stream"`      // the log's stream
 	MaxRequest int        `cbor:"max_request"` // the largest request the server takes, in bytes
+	Loss       *DoorLoss  `cbor:"loss,omitempty"`
 	Err        *DoorError `cbor:"err,omitempty"`
+}
+
+// DoorLoss is the server's loss behind its high-water mark (MarkLoss),
+// which a client of the door cannot see for itself: the mark is in the
+// server's data directory.
+type DoorLoss struct {
+	MarkClock uint64 `cbor:"mark_clock"`
+	MarkID    string `cbor:"mark_id"`
+	LastClock uint64 `cbor:"last_clock"`
+	From      uint64 `cbor:"from"`
+	To        uint64 `cbor:"to"`
+	Reason    string `cbor:"reason"`
+}
+
+// DoorLossOf is the wire form of loss; nil for none.
+func DoorLossOf(loss *MarkLoss) *DoorLoss {
+	if loss == nil {
+		return nil
+	}
+	return &DoorLoss{MarkClock: loss.Mark.Clock, MarkID: loss.Mark.ID, LastClock: loss.LastClock, From: loss.From, To: loss.To, Reason: loss.Reason}
+}
+
+// markLoss is the loss dl says; nil for none.
+func (dl *DoorLoss) markLoss() *MarkLoss {
+	if dl == nil {
+		return nil
+	}
+	return &MarkLoss{Mark: Mark{Clock: dl.MarkClock, ID: dl.MarkID}, LastClock: dl.LastClock, From: dl.From, To: dl.To, Reason: "the server says: " + dl.Reason}
 }
 
 // DoorItem is one record handed to the door: encoded unchained (no
@@ -266,6 +295,19 @@ func refusal(err error) bool {
 	}
 	var de *DoorError
 	return errors.As(err, &de) && doorSentinel(de.Code) != nil && de.Code != "in_doubt" && de.Code != "closed"
+}
+
+// loss asks the server for its loss behind the high-water mark.
+func (d *door) loss(ctx context.Context) (*MarkLoss, error) {
+	var info DoorInfoReply
+	err := d.l.doorCall(ctx, DoorSubject(d.right, DoorInfo), struct{}{}, &info, d.l.opts.Timeout)
+	if err == nil && info.Err != nil {
+		err = info.Err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("check mark: door: %w", err)
+	}
+	return info.Loss.markLoss(), nil
 }
 
 // findDoor asks the server for its door, with the admin right first and

@@ -217,6 +217,10 @@ func open(ctx context.Context, c *natsio.Conn, opts Options) (*Log, error) {
 // log's and sends its writes through the door.
 func (l *Log) openDoor(ctx context.Context) (*Log, error) {
 	if err := l.retryLost(ctx, l.checkStream); err != nil {
+		if loss := l.door.info.Loss.markLoss(); loss != nil && streamGone(err) {
+			// The server's mark says what the missing stream held.
+			return nil, fmt.Errorf("%w (%w)", err, loss)
+		}
 		return nil, err
 	}
 	l.c.WakeOnLeader(l.opts.Stream)

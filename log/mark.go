@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/records"
 )
@@ -83,6 +85,30 @@ type MarkLoss struct {
 func (m *MarkLoss) Error() string {
 	return fmt.Sprintf("spl/log: loss: clocks %d–%d missing: %s", m.From, m.To, m.Reason)
 }
+
+// Unwrap makes a loss an ErrLoss.
+func (m *MarkLoss) Unwrap() error { return ErrLoss }
+
+// ErrLoss is a log that lost records it acknowledged (a *MarkLoss says
+// which).
+var ErrLoss = errors.New("spl/log: loss")
+
+// goneLoss is the loss of a stream that is gone: every clock up to the
+// mark. With no mark to hold it to, it is nil, and err the stream's
+// absence.
+func (l *Log) goneLoss(err error) (*MarkLoss, error) {
+	if l.mark == nil {
+		return nil, err
+	}
+	k, ok, merr := l.mark.read()
+	if merr != nil && !errors.Is(merr, errBadMark) || !ok || k.Clock == 0 {
+		return nil, err
+	}
+	return &MarkLoss{Mark: k, From: 1, To: k.Clock, Reason: fmt.Sprintf("the stream %s is gone (deleted) while its high-water mark is at clock %d (%s)", l.opts.Stream, k.Clock, k.ID)}, nil
+}
+
+// streamGone reports whether err says the log's stream does not exist.
+func streamGone(err error) bool { return errors.Is(err, jetstream.ErrStreamNotFound) }
 
 type marker struct {
 	l     *Log
@@ -277,10 +303,18 @@ func (l *Log) MarkNow(ctx context.Context) error {
 // verify is reported as a loss of the whole watch. A log that keeps no
 // mark (a client of a remote server: the server keeps it) returns nil.
 func (l *Log) CheckMark(ctx context.Context) (*MarkLoss, error) {
+	if l.door != nil {
+		return l.door.loss(ctx)
+	}
 	if l.mark == nil {
 		return nil, nil
 	}
 	st, err := l.Stats(ctx)
+	if streamGone(err) {
+		if loss, err := l.goneLoss(err); loss != nil || err != nil {
+			return loss, err
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("check mark: %w", err)
 	}

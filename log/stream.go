@@ -115,6 +115,13 @@ func (l *Log) State(ctx context.Context) (State, error) {
 		return State{}, ErrClosed
 	}
 	s, err := l.c.JS.Stream(ctx, l.opts.Stream)
+	if streamGone(err) {
+		// A stream deleted behind the log's back is loss, when the mark
+		// says records were there.
+		if loss, _ := l.goneLoss(err); loss != nil {
+			return State{Loss: loss}, nil
+		}
+	}
 	if err != nil {
 		return State{}, fmt.Errorf("stream info: %w", err)
 	}

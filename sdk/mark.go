@@ -10,9 +10,13 @@ import (
 // are gone (a purged, deleted or rolled-back stream). See log.CheckMark.
 type MarkLoss = splog.MarkLoss
 
+// ErrLoss is what every *MarkLoss is (errors.Is).
+var ErrLoss = splog.ErrLoss
+
 // CheckMark compares the log with the high-water mark its data directory
-// keeps, and returns the loss it finds, or nil. A client of a remote
-// server keeps no mark and always gets nil: ask the server (/healthz).
+// keeps, and returns the loss it finds, or nil. A client of spl serve's
+// door gets the server's (it keeps the mark); a client of another remote
+// NATS server keeps none and gets nil.
 func (c *Client) CheckMark(ctx context.Context) (*MarkLoss, error) { return c.log.CheckMark(ctx) }
 
 // MarkNow raises the high-water mark to the log's last record, whoever

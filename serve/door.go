@@ -149,7 +149,11 @@ func (s *Server) doorClient(ctx context.Context) (*sdk.Client, error) {
 func (d *door) dispatch(ctx context.Context, c *sdk.Client, op string, data []byte, at time.Time) (any, error) {
 	switch op {
 	case splog.DoorInfo:
-		return splog.DoorInfoReply{Stream: c.StreamName(), MaxRequest: int(d.s.nopts.MaxPayload)}, nil
+		// The server's mark, which no client of the door can read: a
+		// stream deleted or purged behind the log's back is reported as
+		// loss to whoever opens the log (spl verify), never as empty.
+		h := c.Health(ctx)
+		return splog.DoorInfoReply{Stream: c.StreamName(), MaxRequest: int(d.s.nopts.MaxPayload), Loss: splog.DoorLossOf(h.Loss)}, nil
 	case splog.DoorAppend:
 		var req splog.DoorAppendRequest
 		if err := decodeDoor(data, &req); err != nil {

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -331,5 +332,67 @@ func TestStreamChangedBehindItsBack(t *testing.T) {
 	defer conn.Close()
 	if _, err := log.On(ctx, conn, log.Options{Timeout: 5 * time.Second, NoMark: true}); !errors.Is(err, log.ErrStreamChanged) {
 		t.Fatalf("open on the changed stream: %v, want ErrStreamChanged", err)
+	}
+}
+
+// TestLossBehindTheDoor: a stream purged or deleted with the admin right
+// is loss to a client of the door too, which keeps no mark of its own:
+// its verify reports the clocks the server's mark held, an open of the
+// deleted stream fails as loss (never as an empty log), and nothing
+// recreates the stream.
+func TestLossBehindTheDoor(t *testing.T) {
+	s := start(t, Config{})
+	admin, write := dirSecret(t, s, AdminTokenFile), dirSecret(t, s, natsio.TokenFile)
+	_, l := natsLog(t, s, write)
+	for i := 0; i < 3; i++ {
+		if _, err := appendNote(t, l, "th_loss"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The server's mark reaches the last append (it is written behind).
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var k log.Mark
+		b, _ := os.ReadFile(filepath.Join(s.cfg.Dir, log.MarkFile))
+		if json.Unmarshal(b, &k) == nil && k.Clock == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server's mark never reached clock 3: %s", b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	aconn, _ := natsLog(t, s, admin)
+	stream, err := aconn.JS.Stream(ctx, log.DefaultStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Purge(ctx); err != nil {
+		t.Fatalf("admin: purge: %v", err)
+	}
+	rep, err := l.VerifyAll(ctx, nil)
+	if err != nil || rep.Loss == nil || rep.Loss.From != 1 || rep.Loss.To != 3 {
+		t.Fatalf("verify of the purged log through the door: %+v, %v; want loss of clocks 1–3", rep.Loss, err)
+	}
+	if err := aconn.JS.DeleteStream(ctx, log.DefaultStream); err != nil {
+		t.Fatalf("admin: delete the stream: %v", err)
+	}
+	var h healthJSON
+	if code := call(t, "GET", base(s)+"/healthz", "", &h); code != http.StatusServiceUnavailable || h.Status != "loss" || h.Missing == nil || h.Missing.To != 3 {
+		t.Fatalf("healthz of the deleted stream: %d %+v, want 503 loss to clock 3", code, h)
+	}
+	conn, err := natsio.Dial(ctx, natsio.Options{URL: s.NATSURL(), Timeout: 5 * time.Second, NATSOptions: []nats.Option{nats.Token(write)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var loss *log.MarkLoss
+	if _, err := log.On(ctx, conn, log.Options{Timeout: 5 * time.Second, NoMark: true}); !errors.Is(err, log.ErrLoss) || !errors.As(err, &loss) || loss.To != 3 {
+		t.Fatalf("open of the deleted stream through the door: %v, want loss of clocks to 3", err)
+	}
+	if _, err := aconn.JS.Stream(ctx, log.DefaultStream); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Fatalf("the stream after the door's client opened: %v, want still gone", err)
 	}
 }

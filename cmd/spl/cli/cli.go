@@ -282,7 +282,8 @@ func exitCode(err error) int {
 		return ExitUsage
 	case errors.Is(err, sdk.ErrNotFound):
 		return ExitNotFound
-	case errors.Is(err, errDamaged), errors.Is(err, records.ErrCorrupt), errors.Is(err, sdk.ErrCheckpointCorrupt):
+	case errors.Is(err, errDamaged), errors.Is(err, records.ErrCorrupt), errors.Is(err, sdk.ErrCheckpointCorrupt),
+		errors.Is(err, sdk.ErrLoss):
 		return ExitCorrupt
 	case !errors.As(err, &re):
 		return ExitUsage // cobra: unknown command or flag, wrong number of arguments
