@@ -65,21 +65,40 @@ export class SplSaver extends BaseCheckpointSaver {
     const writes = mem.writes as Record<string, Record<string, [string, string, Uint8Array, string]>>;
     for (const threadId of threadIds) {
       const recs: SplRecord[] = await this.client.query_thread({ thread: this.splThread(threadId) });
-      // Channel values are stored once per (namespace, channel, version),
-      // in the checkpoint that changed them; a checkpoint takes the value
-      // of each channel at the version it names, as LangGraph's SQL savers do.
-      const blobs = new Map<string, string>();
+      // Channel values are stored once, in the checkpoint that changed
+      // them (its blobs, by channel and version). A checkpoint takes the
+      // value of each channel at the version it names from the nearest
+      // checkpoint on its own branch that stored that version: itself, its
+      // parent, the parent's parent. Versions alone do not name a value:
+      // LangGraph's default versions are integers, and two branches of a
+      // thread (time travel, updateState forks) reach the same version of
+      // a channel with different values.
+      const cps = new Map<string, { parent: string | null; blobs: Map<string, { version: string; value: string }> }>();
       for (const r of recs) {
         const b = r.storedBody as any;
         if (r.kind !== KIND_CHECKPOINT) continue;
-        for (const bl of (b.blobs ?? []) as { channel: string; version: string; value: string }[]) blobs.set(JSON.stringify([b.ns, bl.channel, bl.version]), bl.value);
+        const own = new Map<string, { version: string; value: string }>();
+        for (const bl of (b.blobs ?? []) as { channel: string; version: string; value: string }[]) own.set(bl.channel, { version: bl.version, value: bl.value });
+        cps.set(JSON.stringify([b.ns, b.id]), { parent: b.parent ?? null, blobs: own });
       }
+      const valueOf = (ns: string, id: string, channel: string, version: string): string | undefined => {
+        const seen = new Set<string>();
+        for (let at: string | null = id; at !== null && !seen.has(at); ) {
+          seen.add(at); // a parent loop in bad data ends the walk
+          const cp = cps.get(JSON.stringify([ns, at]));
+          if (cp === undefined) return undefined;
+          const bl = cp.blobs.get(channel);
+          if (bl !== undefined && bl.version === version) return bl.value;
+          at = cp.parent;
+        }
+        return undefined;
+      };
       for (const r of recs) {
         const b = r.storedBody as any;
         if (r.kind === KIND_CHECKPOINT) {
           const cp = (await this.serde.loadsTyped("json", unb64(b.checkpoint))) as Checkpoint;
           for (const [ch, v] of Object.entries(cp.channel_versions ?? {})) {
-            const val = blobs.get(JSON.stringify([b.ns, ch, String(v)]));
+            const val = valueOf(b.ns, b.id, ch, String(v));
             if (val !== undefined) cp.channel_values[ch] = await this.serde.loadsTyped("json", unb64(val));
           }
           const [, bytes] = await this.serde.dumpsTyped(cp);
@@ -126,7 +145,8 @@ export class SplSaver extends BaseCheckpointSaver {
     const ns = (config.configurable?.checkpoint_ns as string | undefined) ?? "";
     // The values of the channels this checkpoint changed (newVersions) are
     // stored beside it by version; those of channels with a version it did
-    // not change are taken from the checkpoint that stored that version.
+    // not change are taken, on load, from the nearest checkpoint of its
+    // branch (parent, parent's parent) that stored that version.
     const versioned = checkpoint.channel_versions ?? {};
     const inline: Record<string, unknown> = {};
     const blobs: { channel: string; version: string; value: string }[] = [];

@@ -1,0 +1,138 @@
+// Real LangGraph graphs under SplSaver, LangGraph's MemorySaver and its
+// SqliteSaver: the same program must leave the same state and the same
+// history (values, next, parents, order) under all three. LangGraph's own
+// validation suite (langgraph.validation.ts) checks the saver's calls one
+// by one; this checks what a LangGraph user sees, across branches: time
+// travel, updateState forks, forks of forks, interrupt and resume,
+// parallel writers to a reducer, subgraphs.
+import { randomUUID } from "node:crypto";
+import { Annotation, Command, END, interrupt, MemorySaver, START, StateGraph } from "@langchain/langgraph";
+import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import { beforeAll, describe, expect, it } from "vitest";
+import { connect, type Client } from "../src/index.js";
+import { SplSaver } from "../src/langgraph.js";
+
+let client: Client;
+beforeAll(async () => {
+  if (!process.env.SPL_URL) throw new Error("set SPL_URL to an spl serve (.ci/run starts one)");
+  client = await connect({ actor: "did:sync:agent:langgraph" });
+});
+
+const State = Annotation.Root({
+  n: Annotation<number>({ reducer: (a, b) => a + b, default: () => 0 }),
+  log: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
+  last: Annotation<string>(),
+});
+
+// The graph: a adds 1; then b (n even) or c (n odd), both to d; d fans
+// out to two parallel writers of the reducers; ask interrupts for a
+// human's answer; a subgraph counts in its own namespace.
+function build(saver: BaseCheckpointSaver) {
+  const sub = new StateGraph(State)
+    .addNode("inner", () => ({ n: 100, log: ["inner"] }))
+    .addEdge(START, "inner")
+    .addEdge("inner", END)
+    .compile();
+  return new StateGraph(State)
+    .addNode("a", () => ({ n: 1, log: ["a"], last: "a" }))
+    .addNode("b", () => ({ log: ["b"], last: "b" }))
+    .addNode("c", () => ({ log: ["c"], last: "c" }))
+    .addNode("d", () => ({ log: ["d"] }))
+    .addNode("p1", () => ({ n: 10, log: ["p1"] }))
+    .addNode("p2", () => ({ n: 20, log: ["p2"] }))
+    .addNode("ask", () => {
+      const answer = interrupt({ question: "go on?" }) as string;
+      return { log: [`ask:${answer}`], last: answer };
+    })
+    .addNode("sub", sub)
+    .addEdge(START, "a")
+    .addConditionalEdges("a", (s) => (s.n % 2 === 0 ? "b" : "c"), ["b", "c"])
+    .addEdge("b", "d")
+    .addEdge("c", "d")
+    .addEdge("d", "p1")
+    .addEdge("d", "p2")
+    .addEdge(["p1", "p2"], "ask")
+    .addEdge("ask", "sub")
+    .addEdge("sub", END)
+    .compile({ checkpointer: saver });
+}
+
+type Snap = { values: unknown; next: string[]; step: unknown; source: unknown; parent: number | null; tasks: unknown };
+
+// history is the thread's history in order, each snapshot's parent named
+// by its place in that order (checkpoint ids differ between savers).
+async function history(g: ReturnType<typeof build>, thread: string): Promise<Snap[]> {
+  const snaps = [];
+  for await (const s of g.getStateHistory({ configurable: { thread_id: thread } })) snaps.push(s);
+  const place = new Map(snaps.map((s, i) => [s.config.configurable?.checkpoint_id as string, i]));
+  return snaps.map((s) => ({
+    values: s.values,
+    next: [...s.next].sort(),
+    step: s.metadata?.step,
+    source: s.metadata?.source,
+    parent: s.parentConfig ? place.get(s.parentConfig.configurable?.checkpoint_id as string) ?? -1 : null,
+    tasks: s.tasks.map((t) => ({ name: t.name, interrupts: t.interrupts.map((i) => i.value) })),
+  }));
+}
+
+// strip drops what differs between savers by construction: the ids of
+// interrupts, made from checkpoint ids.
+function strip(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(strip);
+  if (v && typeof v === "object") {
+    return Object.fromEntries(Object.entries(v).filter(([k]) => k !== "id").map(([k, e]) => [k, strip(e)]));
+  }
+  return v;
+}
+
+// program runs one user's session on a saver and returns what they saw.
+async function program(saver: BaseCheckpointSaver) {
+  const g = build(saver);
+  const thread = randomUUID();
+  const cfg = { configurable: { thread_id: thread } };
+  const seen: unknown[] = [];
+  // A first run to the interrupt, resumed.
+  seen.push(await g.invoke({ log: ["start"] }, cfg));
+  seen.push((await g.getState(cfg)).next);
+  seen.push(await g.invoke(new Command({ resume: "yes" }), cfg));
+  // A second run on the thread (n is now odd after a's 1: the other branch).
+  seen.push(await g.invoke({ log: ["again"] }, cfg));
+  seen.push(await g.invoke(new Command({ resume: "twice" }), cfg));
+  let h = await history(g, thread);
+  seen.push(h);
+  // Time travel: replay from the checkpoint before the first a ran.
+  const snaps = [];
+  for await (const s of g.getStateHistory(cfg)) snaps.push(s);
+  const beforeA = snaps.filter((s) => s.next.includes("a"))[1]; // the first run's
+  seen.push(await g.invoke(null, beforeA.config));
+  seen.push(await g.invoke(new Command({ resume: "replayed" }), { configurable: { thread_id: thread } }));
+  // A fork: updateState on an older checkpoint (after a, before b/c),
+  // as node a, then run the fork to its end.
+  const afterA = snaps.filter((s) => s.next.includes("b") || s.next.includes("c")).at(-1)!;
+  const fork = await g.updateState(afterA.config, { n: 1, log: ["forked"] }, "a");
+  seen.push(await g.invoke(null, fork));
+  seen.push(await g.invoke(new Command({ resume: "fork" }), { configurable: { thread_id: thread } }));
+  // A fork of that fork: from its checkpoint at the interrupt.
+  const forkSnaps = [];
+  for await (const s of g.getStateHistory(cfg)) forkSnaps.push(s);
+  const atAsk = forkSnaps.find((s) => s.next.includes("ask") && (s.values as { log: string[] }).log.includes("forked"))!;
+  const fork2 = await g.updateState(atAsk.config, { log: ["fork of fork"] }, "p1");
+  seen.push(await g.invoke(new Command({ resume: "deep" }), fork2));
+  seen.push(await g.getState(cfg).then((s) => ({ values: s.values, next: s.next })));
+  // The subgraph's state, in its namespace.
+  seen.push(await g.getState(cfg, { subgraphs: true }).then((s) => s.tasks.map((t) => t.name)));
+  h = await history(g, thread);
+  seen.push(h);
+  return strip(seen) as unknown[];
+}
+
+describe("real graphs on every branch", () => {
+  it("SplSaver leaves the state and history MemorySaver and SqliteSaver do", async () => {
+    const memory = await program(new MemorySaver());
+    const sqlite = await program(SqliteSaver.fromConnString(":memory:"));
+    const spl = await program(new SplSaver(client, { prefix: `lg-graphs-${randomUUID().slice(0, 8)}/` }));
+    expect(sqlite).toEqual(memory); // the peers agree: what is compared is LangGraph's
+    expect(spl).toEqual(memory);
+  });
+});
