@@ -204,8 +204,12 @@ func open(ctx context.Context, c *natsio.Conn, opts Options) (*Log, error) {
 	if l.w, err = newWriter(l); err != nil {
 		return nil, fmt.Errorf("spl/log: %w", err)
 	}
-	// Finish erasures a crashed process left half done.
-	if err := l.retryLost(ctx, func(ctx context.Context) error { return l.finishErasures(ctx, nil) }); err != nil {
+	// Finish erasures a crashed process left half done: as many secure
+	// deletes as it left (a block rewrite each, seconds apiece on a loaded
+	// disk), so bounded by ctx, not by the timeout of one request, which
+	// bounds each of them (secureDelete, and the connection's timeout on
+	// every read when ctx has no deadline).
+	if err := l.retryLostWithin(ctx, 0, func(ctx context.Context) error { return l.finishErasures(ctx, nil) }); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("spl/log: finish pending erasures: %w", err)
 	}
@@ -305,8 +309,14 @@ func (l *Log) provision(ctx context.Context) error {
 // an answer the old one owed never comes. Without this, a command
 // opening the log at that moment waited out its whole timeout.
 func (l *Log) retryLost(ctx context.Context, step func(context.Context) error) error {
+	return l.retryLostWithin(ctx, l.opts.Timeout, step)
+}
+
+// retryLostWithin is retryLost with each run of step bounded by timeout
+// (0: by ctx alone, for a step of many requests, each bounded itself).
+func (l *Log) retryLostWithin(ctx context.Context, timeout time.Duration, step func(context.Context) error) error {
 	for {
-		sctx, cancel := l.c.UntilLost(ctx, l.opts.Timeout)
+		sctx, cancel := l.c.UntilLost(ctx, timeout)
 		err := step(sctx)
 		lost := err != nil && ctx.Err() == nil && errors.Is(sctx.Err(), context.Canceled)
 		cancel()

@@ -170,11 +170,15 @@ func (c *Conn) Lost() <-chan struct{} {
 	return c.lost.Done()
 }
 
-// UntilLost returns a context that ends after timeout, or when the
-// connection drops, whichever comes first. It costs no goroutine: it is on
-// the path of every read and append.
+// UntilLost returns a context that ends after timeout (none when timeout
+// is 0: parent's alone), or when the connection drops, whichever comes
+// first. It costs no goroutine: it is on the path of every read and
+// append.
 func (c *Conn) UntilLost(parent context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(parent, timeout)
+	ctx, cancel := context.WithCancel(parent)
+	if timeout > 0 {
+		ctx, cancel = context.WithTimeout(parent, timeout)
+	}
 	c.lostMu.Lock()
 	lost := c.lost
 	c.lostMu.Unlock()
