@@ -141,6 +141,7 @@ func TestRunnerKilledAtEveryPoint(t *testing.T) {
 				t.Fatalf("result %s (stored %v), want %s", got.Result, got.Stored, want.Result)
 			}
 			checkEffects(t, eff, tools)
+			checkLLMCalls(t, llm, points)
 			effBefore, llmBefore := readFile(t, eff), readFile(t, llm)
 			again, _ := h.runner(t, bin, args...)
 			if !again.Stored || string(again.Result) != string(want.Result) || again.LLMCalls != 0 || again.Ran != 0 {
@@ -150,6 +151,30 @@ func TestRunnerKilledAtEveryPoint(t *testing.T) {
 				t.Fatal("a finished run called the LLM or a tool again")
 			}
 		})
+	}
+}
+
+// checkLLMCalls checks that no LLM call whose response was recorded was
+// made again: the runner's LLM log holds each step once, but for a kill
+// between the LLM's answer and its checkpoint (point llm), which may
+// make that step's call once more, and no more.
+func checkLLMCalls(t *testing.T, path string, points []string) {
+	t.Helper()
+	again := 0
+	for _, p := range points {
+		if strings.HasPrefix(p, "llm:") {
+			again++
+		}
+	}
+	seen := map[string]int{}
+	extra := 0
+	for _, line := range strings.Split(strings.TrimSpace(readFile(t, path)), "\n") {
+		if seen[line]++; seen[line] > 1 {
+			extra++
+		}
+	}
+	if extra > again {
+		t.Fatalf("%d LLM calls made again (%d kills between an answer and its checkpoint):\n%s", extra, again, readFile(t, path))
 	}
 }
 

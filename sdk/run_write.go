@@ -44,7 +44,15 @@ func (it *runItem) snapshot() bool { return it.rec == nil && isSnapshotPhase(it.
 // written (coalesced; counted in RunStats.Coalesced): the newest one is
 // what a resume needs. A checkpoint that fails to land is reported by the
 // next Flush, Finish or Close.
-func (r *Run) Checkpoint(ctx context.Context, phase string, payload any) error {
+//
+// Durable where money is spent: a checkpoint of phase post_llm (the
+// snapshot that carries pending_llm_response, the answer of a paid call)
+// and one given Durable() return only once stored, after every
+// checkpoint queued before them, with their own error; a kill after the
+// call returned never makes that LLM call again on resume. WriteBehind()
+// makes a post_llm checkpoint write-behind like the others. A durable
+// snapshot is never coalesced away.
+func (r *Run) Checkpoint(ctx context.Context, phase string, payload any, opts ...CheckpointOption) error {
 	if !phaseRE.MatchString(phase) {
 		return &records.FieldError{Field: "phase", Rule: "must be lower-case letters, digits and _ (at most 64)"}
 	}
@@ -54,9 +62,40 @@ func (r *Run) Checkpoint(ctx context.Context, phase string, payload any) error {
 	if payload == nil {
 		payload = map[string]any{}
 	}
-	_, err := r.enqueue(&runItem{phase: phase, payload: payload, ts: time.Now()})
-	return err
+	cfg := checkpointConfig{durable: phase == PhasePostLLM}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	it := &runItem{phase: phase, payload: payload, ts: time.Now()}
+	if cfg.durable {
+		it.landed = make(chan struct{})
+	}
+	if _, err := r.enqueue(it); err != nil || !cfg.durable {
+		return err
+	}
+	select {
+	case <-it.landed:
+		if it.err != nil {
+			return fmt.Errorf("spl/sdk: run %q: %s: %w", r.id, phase, it.err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("spl/sdk: run %q: %s: %w (%w)", r.id, phase, ErrInDoubt, ctx.Err())
+	}
 }
+
+// CheckpointOption configures one Checkpoint.
+type CheckpointOption func(*checkpointConfig)
+
+type checkpointConfig struct{ durable bool }
+
+// Durable makes a checkpoint durable: Checkpoint returns once it is
+// stored (a phase that records money spent, as post_llm does by default).
+func Durable() CheckpointOption { return func(c *checkpointConfig) { c.durable = true } }
+
+// WriteBehind makes a checkpoint write-behind, post_llm's too: Checkpoint
+// returns at once, and a kill before the writer stored it loses it.
+func WriteBehind() CheckpointOption { return func(c *checkpointConfig) { c.durable = false } }
 
 func (r *Run) enqueue(it *runItem) (*runItem, error) {
 	r.mu.Lock()
@@ -108,7 +147,7 @@ func (r *Run) send(items []*runItem) []sent {
 	}
 	var out []sent
 	for i, it := range items {
-		if it.snapshot() && i != last {
+		if it.snapshot() && i != last && it.landed == nil { // a durable one is waited for: never dropped
 			it.coalesced = true
 			continue
 		}
