@@ -520,13 +520,8 @@ func (c *Client) ResumeRun(ctx context.Context, thread, runID string, opts ...Ru
 		if err := c.loadBlob(ctx, snap, thread, runID); err != nil {
 			return nil, err
 		}
-		p := snap.Payload.Field("pending_llm_response")
-		if !p.IsZero() && !isNull(p.raw) {
-			var m map[string]any
-			if err := p.Decode(&m); err != nil {
-				return nil, &CheckpointError{Thread: thread, Run: runID, Clock: snap.Clock, Reason: ReasonPendingLLM, Err: err}
-			}
-			res.PendingLLMResponse = p
+		if res.PendingLLMResponse, err = pendingOf(snap, thread, runID); err != nil {
+			return nil, err
 		}
 		res.Snapshot = snap
 	}
@@ -538,8 +533,26 @@ func (c *Client) ResumeRun(ctx context.Context, thread, runID string, opts ...Ru
 	return c.newRun(thread, runID, res, effects, opts), nil
 }
 
+// pendingOf is the pending_llm_response of snapshot snap (zero when it
+// has none), or the *CheckpointError of one a resume cannot use: the one
+// rule of it, for resume and for the status every face shows.
+func pendingOf(snap *RunCheckpoint, thread, runID string) (Payload, error) {
+	p := snap.Payload.Field("pending_llm_response")
+	if p.IsZero() || isNull(p.raw) {
+		return Payload{}, nil
+	}
+	var m map[string]any
+	if err := p.Decode(&m); err != nil {
+		return Payload{}, &CheckpointError{Thread: thread, Run: runID, Clock: snap.Clock, Reason: ReasonPendingLLM, Err: err}
+	}
+	return p, nil
+}
+
 // latestRun returns the newest checkpoint of the run and its newest
-// runtime snapshot (nil when none), or ErrNoCheckpoint.
+// runtime snapshot (nil when none), or ErrNoCheckpoint. A snapshot whose
+// payload is inline is held to what a resume needs of it (pendingOf), so
+// that a run no resume can continue is failed wherever it is shown, not
+// running; one stored beside the log is when its payload is fetched.
 func (c *Client) latestRun(ctx context.Context, thread, runID string) (latest, snap *RunCheckpoint, err error) {
 	rt := RunThread(thread, runID)
 	get := func(kind string) (*RunCheckpoint, error) {
@@ -566,6 +579,11 @@ func (c *Client) latestRun(ctx context.Context, thread, runID string) (latest, s
 	snap, err = get(KindRunSnapshot)
 	if err != nil {
 		return nil, nil, err
+	}
+	if snap != nil && snap.Blob == nil && (cp == nil || snap.Clock > cp.Clock) {
+		if _, err := pendingOf(snap, thread, runID); err != nil {
+			return nil, nil, err
+		}
 	}
 	switch {
 	case cp == nil && snap == nil:

@@ -57,8 +57,18 @@ func TestRunListAndShow(t *testing.T) {
 	if r := spl(t, home, "", "run", "show", "bad"); r.code != ExitCorrupt || !strings.Contains(r.stderr, "missing field payload") {
 		t.Fatalf("bad run: exit %d, stderr %q", r.code, r.stderr)
 	}
+	// A snapshot whose pending_llm_response no resume can decode: failed
+	// too, with the reason, never running.
+	mustSPL(t, home, "", "emit", "--thread", sdk.RunThread("th_cli", "badpending"), "--act", "LEARN", "--kind", sdk.KindRunSnapshot,
+		"--actor", seedActor, "--body", `{"run_id":"badpending","thread_id":"th_cli","phase":"post_llm","payload":{"pending_llm_response":"not a response"}}`)
+	if r := spl(t, home, "", "run", "show", "badpending"); r.code != ExitCorrupt || !strings.Contains(r.stderr, sdk.ReasonPendingLLM) {
+		t.Fatalf("run with a bad pending response: exit %d, stderr %q", r.code, r.stderr)
+	}
 	runs = decodeJSON[[]wire.Run](t, mustSPL(t, home, "", "--json", "run", "list", "--status", "failed").stdout)
-	if len(runs) != 1 || runs[0].RunID != "bad" || runs[0].Problem == "" {
+	if len(runs) != 2 || runs[0].RunID != "bad" || runs[0].Problem == "" || runs[1].RunID != "badpending" || !strings.Contains(runs[1].Problem, sdk.ReasonPendingLLM) {
 		t.Fatalf("failed runs: %+v", runs)
+	}
+	if running := decodeJSON[[]wire.Run](t, mustSPL(t, home, "", "--json", "run", "list", "--status", "running").stdout); len(running) != 0 {
+		t.Fatalf("running runs: %+v, want none", running)
 	}
 }
