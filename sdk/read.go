@@ -155,8 +155,56 @@ func SplitErrors(err error) []error {
 	return []error{err}
 }
 
+// SkippedError reports the records a read passed over because they do
+// not verify (or are no record at all): the read's results are the
+// others, returned beside it. It wraps records.ErrCorrupt. A bad record
+// stored never blocks the records around it: every face reports the
+// clocks and goes on (the CLI on stderr, HTTP in "skipped").
+type SkippedError struct {
+	Clocks []uint64 // the clocks skipped, in the order met
+	Err    error    // why, one error each
+}
+
+// Error names the clocks skipped and why.
+func (e *SkippedError) Error() string {
+	return fmt.Sprintf("skipped %d corrupt records (clocks %v): %v", len(e.Clocks), e.Clocks, e.Err)
+}
+
+// Unwrap returns why.
+func (e *SkippedError) Unwrap() error { return e.Err }
+
+// Skipped is the clocks err says were skipped (err a *SkippedError, or
+// wrapping one), and whether it says nothing else.
+func Skipped(err error) ([]uint64, bool) {
+	var se *SkippedError
+	if !errors.As(err, &se) {
+		return nil, err == nil
+	}
+	return se.Clocks, true
+}
+
+// skipCorrupt splits the errors of a read: those of records that do not
+// verify become a *SkippedError (nil when none), the rest stay errors.
+func skipCorrupt(errs []error) (skipped *SkippedError, rest error) {
+	var other, bad []error
+	var clocks []uint64
+	for _, err := range errs {
+		var ce *CorruptError
+		if errors.As(err, &ce) {
+			clocks, bad = append(clocks, ce.Clock), append(bad, err)
+		} else {
+			other = append(other, err)
+		}
+	}
+	if len(bad) > 0 {
+		skipped = &SkippedError{Clocks: clocks, Err: errors.Join(bad...)}
+	}
+	return skipped, errors.Join(other...)
+}
+
 // ListCheckpoints returns the newest limit checkpoints of thread, oldest
-// first (limit ≤ 0: all).
+// first (limit ≤ 0: all). Checkpoints that do not verify are passed over:
+// the others are returned with a *SkippedError naming them.
 func (c *Client) ListCheckpoints(ctx context.Context, thread string, limit int) ([]SavedCheckpoint, error) {
 	var out []SavedCheckpoint
 	var errs []error
@@ -183,7 +231,14 @@ func (c *Client) ListCheckpoints(ctx context.Context, thread string, limit int) 
 			add(e, err)
 		}
 	}
-	return out, errors.Join(errs...)
+	skipped, err := skipCorrupt(errs)
+	if err != nil {
+		return out, err
+	}
+	if skipped != nil {
+		return out, skipped
+	}
+	return out, nil
 }
 
 // Stats is the state of the log's stream.

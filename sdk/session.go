@@ -221,13 +221,16 @@ type CheckpointQuery struct {
 }
 
 // SessionCheckpoints lists the checkpoints of thread that match q, oldest
-// first, each with its execution state.
+// first, each with its execution state. Checkpoints that do not verify
+// are passed over: the others are returned with a *SkippedError naming
+// them.
 func (c *Client) SessionCheckpoints(ctx context.Context, thread string, q CheckpointQuery) ([]SessionCheckpoint, error) {
 	if q.Type != "" && !slices.Contains(records.CheckpointTypes, q.Type) {
 		return nil, &records.FieldError{Field: "type", Rule: fmt.Sprintf("must be one of %v, got %q", records.CheckpointTypes, q.Type)}
 	}
 	cps, err := c.ListCheckpoints(ctx, thread, 0)
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	skipped, ok := Skipped(err)
+	if !ok && !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
 	var out []SessionCheckpoint
@@ -243,6 +246,9 @@ func (c *Client) SessionCheckpoints(ctx context.Context, thread string, q Checkp
 	}
 	if q.Limit > 0 && len(out) > q.Limit {
 		out = out[len(out)-q.Limit:]
+	}
+	if len(skipped) > 0 {
+		return out, err
 	}
 	return out, nil
 }

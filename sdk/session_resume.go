@@ -49,6 +49,9 @@ type ResumeContext struct {
 	RoundsCompleted uint64 // where the session continues from
 	Agents          []ResumedAgent
 	Event           Receipt // the agent.session.resumed record
+	// Skipped are the clocks of checkpoints that do not verify, passed
+	// over: the resume chose among the others.
+	Skipped []uint64
 }
 
 // ResumeSession resumes the session of thread, as actor: it picks the
@@ -93,7 +96,8 @@ func (c *Client) resumeSession(ctx context.Context, thread, actor string, o Resu
 		return ResumeContext{}, fmt.Errorf("resume %q: %w", thread, ErrSessionCompleted)
 	}
 	cps, err := c.SessionCheckpoints(ctx, thread, CheckpointQuery{})
-	if err != nil {
+	skipped, ok := Skipped(err)
+	if !ok {
 		return ResumeContext{}, fmt.Errorf("spl/sdk: resume %q: %w", thread, err)
 	}
 	if o.From.IsZero() && o.Ref != "" {
@@ -133,7 +137,7 @@ func (c *Client) resumeSession(ctx context.Context, thread, actor string, o Resu
 		}
 		return ResumeContext{}, fmt.Errorf("resume %q from %s (clock %d): %s: %w", thread, from.ID, from.Clock, why, ErrNotResumable)
 	}
-	rc := ResumeContext{Thread: thread, From: *from, WasStatus: status, Memory: make(map[string]any)}
+	rc := ResumeContext{Thread: thread, From: *from, WasStatus: status, Memory: make(map[string]any), Skipped: skipped}
 	maps.Copy(rc.Memory, from.State.SharedMemory)
 	maps.Copy(rc.Memory, o.Set)
 	if len(o.Set) > 0 {

@@ -41,7 +41,7 @@ func (rc ResumeContext) Wire() (wire.Resume, error) {
 		SessionID: sid, ResumedFrom: rc.From.ID.String(), ResumedFromType: rc.From.State.Type,
 		WasStatus: rc.WasStatus, Status: StatusRunning, ConstraintState: wire.NewConstraintState(rc.ConstraintState),
 		RoundsCompleted: rc.RoundsCompleted, Memory: mem, Redacted: rc.Redacted, Agents: []wire.ResumedAgent{},
-		Event: rc.Event.ID.String(),
+		Event: rc.Event.ID.String(), Skipped: rc.Skipped,
 	}
 	if j.Redacted == nil {
 		j.Redacted = []string{}

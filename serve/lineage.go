@@ -106,6 +106,7 @@ func (s *Server) threadRequest(w http.ResponseWriter, r *http.Request, req any) 
 type checkpointsResponse struct {
 	Thread      string                   `json:"thread"`
 	Checkpoints []wire.CheckpointListing `json:"checkpoints"`
+	Skipped     []uint64                 `json:"skipped,omitempty"` // clocks of checkpoints that do not verify, passed over
 }
 
 func (s *Server) handleCheckpoints(w http.ResponseWriter, r *http.Request) {
@@ -120,11 +121,12 @@ func (s *Server) handleCheckpoints(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cps, err := l.ListCheckpoints(r.Context(), thread, int(limit))
-	if err != nil {
+	skipped, ok := sdk.Skipped(err)
+	if !ok {
 		s.fail(w, r, err)
 		return
 	}
-	resp := checkpointsResponse{Thread: thread, Checkpoints: []wire.CheckpointListing{}}
+	resp := checkpointsResponse{Thread: thread, Checkpoints: []wire.CheckpointListing{}, Skipped: skipped}
 	for _, cp := range cps {
 		j, err := cp.Listing()
 		if err == nil {

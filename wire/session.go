@@ -205,4 +205,7 @@ type Resume struct {
 	MemoryEdit      *string         `json:"memory_edit"` // id of the agent.session.memory record; null: none
 	Agents          []ResumedAgent  `json:"activeAgents"`
 	Event           string          `json:"event"` // id of the agent.session.resumed record
+	// Skipped are the clocks of checkpoints that do not verify, passed
+	// over; absent when none.
+	Skipped []uint64 `json:"skipped,omitempty"`
 }

@@ -41,9 +41,7 @@ With --json, the nodes as data, each naming its parent.`,
 				if err != nil {
 					return withOp("session log", err)
 				}
-				for _, clock := range l.Corrupt {
-					fmt.Fprintf(cmd.ErrOrStderr(), "spl: skipped corrupt record at clock %d\n", clock)
-				}
+				_ = reportSkipped(cmd, &sdk.SkippedError{Clocks: l.Corrupt})
 				if a.json {
 					return writeJSON(cmd.OutOrStdout(), l.Wire())
 				}
@@ -498,4 +496,17 @@ func listingOf(cps []sdk.SavedCheckpoint) ([]wire.CheckpointListing, error) {
 		out = append(out, j)
 	}
 	return out, nil
+}
+
+// reportSkipped tells stderr of the records a read passed over (err a
+// *sdk.SkippedError) and returns nil for them; any other err is returned.
+func reportSkipped(cmd *cobra.Command, err error) error {
+	clocks, ok := sdk.Skipped(err)
+	if !ok {
+		return err
+	}
+	for _, clock := range clocks {
+		fmt.Fprintf(cmd.ErrOrStderr(), "spl: skipped corrupt record at clock %d\n", clock)
+	}
+	return nil
 }

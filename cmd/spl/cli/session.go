@@ -125,7 +125,7 @@ itself when no spl serve runs it).`,
 			}
 			return a.withClient(cmd, "session list", func(ctx context.Context, c *sdk.Client) error {
 				cps, err := c.ListCheckpoints(ctx, thread, limit)
-				if err != nil && !errors.Is(err, sdk.ErrNotFound) {
+				if err = reportSkipped(cmd, err); err != nil && !errors.Is(err, sdk.ErrNotFound) {
 					return fmt.Errorf("session list: %w", err)
 				}
 				if a.json {

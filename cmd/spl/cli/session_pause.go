@@ -112,7 +112,7 @@ func (a *app) listSessions(cmd *cobra.Command, f sdk.SessionFilter) error {
 func (a *app) listTyped(cmd *cobra.Command, thread string, q sdk.CheckpointQuery) error {
 	return a.withClient(cmd, "session list", func(ctx context.Context, c *sdk.Client) error {
 		cps, err := c.SessionCheckpoints(ctx, thread, q)
-		if err != nil {
+		if err = reportSkipped(cmd, err); err != nil {
 			return fmt.Errorf("session list: %w", err)
 		}
 		if a.json {
@@ -282,6 +282,7 @@ checkpoint to resume from, a checkpoint whose can_resume_from is false.`,
 				if err != nil {
 					return fmt.Errorf("session resume: %w", err)
 				}
+				_ = reportSkipped(cmd, &sdk.SkippedError{Clocks: rc.Skipped})
 				j, err := rc.Wire()
 				if err != nil {
 					return fmt.Errorf("session resume: %w", err)
