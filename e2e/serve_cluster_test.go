@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -120,6 +122,11 @@ func startCluster(t *testing.T, extra ...string) (map[string]*node, []string) {
 	}
 	nodes := map[string]*node{}
 	var urls []string
+	// The secret the nodes share: routes without it are refused.
+	secret := filepath.Join(t.TempDir(), "cluster-secret")
+	if err := os.WriteFile(secret, []byte("e2e-route-secret-0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for i := range size {
 		var routes []string
 		for j := range size {
@@ -131,7 +138,7 @@ func startCluster(t *testing.T, extra ...string) (map[string]*node, []string) {
 		nodes[name] = newNode(t, name, append([]string{
 			"--home", t.TempDir(), "--name", name,
 			"--listen", fmt.Sprintf("127.0.0.1:%d", client[i]), "--no-http",
-			"--cluster-name", "spl-e2e", "--cluster", fmt.Sprintf("127.0.0.1:%d", route[i]),
+			"--cluster-name", "spl-e2e", "--cluster", fmt.Sprintf("127.0.0.1:%d", route[i]), "--cluster-secret-file", secret,
 			"--routes", strings.Join(routes, ","), "--replicas", "3", "--request-timeout", "2s"}, extra...)...)
 		urls = append(urls, natsURL(client[i]))
 	}

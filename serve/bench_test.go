@@ -161,7 +161,7 @@ func startCluster(b *testing.B) string {
 		cfg := Config{
 			Dir: b.TempDir(), Listen: "127.0.0.1:0", NoHTTP: true,
 			ServerName: fmt.Sprintf("b%d", i), ClusterName: "bench",
-			ClusterListen: routes[i][len("nats://"):], Routes: others,
+			ClusterListen: routes[i][len("nats://"):], Routes: others, RouteSecret: "bench-route-secret-0123456789",
 		}
 		s, err := New(cfg, nil)
 		if err != nil {

@@ -3,6 +3,7 @@ package serve
 import (
 	"cmp"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -68,6 +69,18 @@ type Config struct {
 	// Routes are the route URLs of the other nodes, nats://host:port
 	// (cluster.routes).
 	Routes []string
+	// RouteSecret is the secret every node of the cluster shares: a route
+	// must present it (as user spl-route) to be taken as a peer, and this
+	// node presents it on its own routes. A cluster needs it (at least 16
+	// characters), unless NATSConfigFile authenticates the routes itself
+	// (cluster.authorization, or TLS that verifies the peer's certificate)
+	// or InsecureRoutes is set: an unauthenticated route listener lets any
+	// process that reaches it join as a peer and read, forge and purge
+	// everything.
+	RouteSecret string
+	// InsecureRoutes lets a cluster's routes in without a secret, for a
+	// trusted test network only.
+	InsecureRoutes bool
 	// Replicas of the log's stream when this node creates it: 1 when zero
 	// on a single node, 3 when zero in a cluster.
 	Replicas int
@@ -332,6 +345,9 @@ func (c Config) natsOptions() (*server.Options, []nats.Option, error) {
 		if len(c.Routes) > 0 {
 			o.Routes = server.RoutesFromStr(strings.Join(c.Routes, ","))
 		}
+		if err := c.authenticateRoutes(o); err != nil {
+			return nil, nil, err
+		}
 	}
 	var own []nats.Option
 	switch {
@@ -385,4 +401,29 @@ func randomSecret() (string, error) {
 		return "", fmt.Errorf("random secret: %w", err)
 	}
 	return hex.EncodeToString(b[:]), nil
+}
+
+// RouteUser is the user a route logs in as with the cluster's RouteSecret.
+const RouteUser = "spl-route"
+
+// authenticateRoutes makes o's route listener require the cluster's
+// secret and o's own routes present it; or checks that the configuration
+// file authenticates routes itself, or that InsecureRoutes says not to.
+func (c Config) authenticateRoutes(o *server.Options) error {
+	switch {
+	case c.RouteSecret != "":
+		if len(c.RouteSecret) < 16 {
+			return configErr("RouteSecret", "a route secret must be at least 16 characters")
+		}
+		o.Cluster.Username, o.Cluster.Password = RouteUser, c.RouteSecret
+		for _, u := range o.Routes {
+			u.User = url.UserPassword(RouteUser, c.RouteSecret)
+		}
+	case o.Cluster.Username != "" || o.Cluster.TLSConfig != nil && o.Cluster.TLSConfig.ClientAuth == tls.RequireAndVerifyClientCert:
+		// The configuration file's own route authentication.
+	case c.InsecureRoutes:
+	default:
+		return configErr("RouteSecret", "a cluster's routes need a secret every node shares (--cluster-secret-file FILE), or authentication in --nats-config (cluster authorization, or TLS with verify); --insecure-routes only on a trusted test network")
+	}
+	return nil
 }

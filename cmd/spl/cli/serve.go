@@ -22,7 +22,7 @@ import (
 func newServeCommand(a *app) *cobra.Command {
 	var cfg serve.Config
 	var logFormat, logLevel, addrFile string
-	var tokenFile, httpTokenFile, httpReadTokenFile string
+	var tokenFile, httpTokenFile, httpReadTokenFile, routeSecretFile string
 	cmd := &cobra.Command{
 		Use:   "serve [flags]",
 		Short: "Run the log as a server: NATS for clients, an HTTP API, metrics",
@@ -54,7 +54,7 @@ signatures are checked: the write token publishes no record over NATS
   spl --server nats://127.0.0.1:4222 --token-file ~/.spl/token session list
   curl -H "Authorization: Bearer $(cat ~/.spl/read-token)" 127.0.0.1:7475/v1/threads
   spl serve --listen 0.0.0.0:4222 --allow-remote --token-file /etc/spl/token --tls-cert cert.pem --tls-key key.pem
-  spl serve --name n1 --cluster-name spl --cluster 127.0.0.1:6222 --routes nats://127.0.0.1:6223,nats://127.0.0.1:6224`,
+  spl serve --name n1 --cluster-name spl --cluster 127.0.0.1:6222 --cluster-secret-file /etc/spl/cluster-secret --routes nats://127.0.0.1:6223,nats://127.0.0.1:6224`,
 		Args: cobra.NoArgs,
 		RunE: run(func(cmd *cobra.Command, args []string) error {
 			dir, err := a.dir()
@@ -73,7 +73,8 @@ signatures are checked: the write token publishes no record over NATS
 			for _, tf := range []struct {
 				flag, file string
 				to         *string
-			}{{"--token-file", tokenFile, &cfg.Token}, {"--http-token-file", httpTokenFile, &cfg.HTTPToken}, {"--http-read-token-file", httpReadTokenFile, &cfg.HTTPReadToken}} {
+			}{{"--token-file", tokenFile, &cfg.Token}, {"--http-token-file", httpTokenFile, &cfg.HTTPToken}, {"--http-read-token-file", httpReadTokenFile, &cfg.HTTPReadToken},
+				{"--cluster-secret-file", routeSecretFile, &cfg.RouteSecret}} {
 				if tf.file == "" {
 					continue
 				}
@@ -133,6 +134,8 @@ signatures are checked: the write token publishes no record over NATS
 	f.StringVar(&cfg.ClusterName, "cluster-name", "", "cluster name: run as one node of a cluster")
 	f.StringVar(&cfg.ClusterListen, "cluster", "", "route listener host:port of this node")
 	f.StringSliceVar(&cfg.Routes, "routes", nil, "route URLs of the other nodes (nats://host:port, comma-separated)")
+	f.StringVar(&routeSecretFile, "cluster-secret-file", "", "secret every node of the cluster shares, in this file: routes without it are refused")
+	f.BoolVar(&cfg.InsecureRoutes, "insecure-routes", false, "let routes in without a secret: a trusted test network only")
 	f.IntVar(&cfg.Replicas, "replicas", 0, "replicas of the stream when it is created (default 1, 3 in a cluster)")
 	f.StringVar(&cfg.NATSConfigFile, "nats-config", "", "nats-server configuration file (accounts, TLS, ...), applied before the flags")
 	f.StringVar(&cfg.Token, "token", "", "require this token from NATS clients (default $SPL_SERVE_TOKEN; visible in ps: prefer --token-file or the variable)")
@@ -169,6 +172,7 @@ var serveFlags = map[string]string{
 	"Dir": "--home", "Listen": "--listen", "HTTP": "--http", "NoHTTP": "--no-http",
 	"AllowRemote": "--allow-remote", "ServerName": "--name", "ClusterName": "--cluster-name",
 	"ClusterListen": "--cluster", "Routes": "--routes", "Replicas": "--replicas",
+	"RouteSecret": "--cluster-secret-file", "InsecureRoutes": "--insecure-routes",
 	"NATSConfigFile": "--nats-config", "Token": "--token", "User": "--user", "Password": "--password",
 	"NKeys": "--nkey", "TLSCert": "--tls-cert", "TLSKey": "--tls-key", "TLSCA": "--tls-ca",
 	"TLSVerify": "--tls-verify", "ShutdownTimeout": "--shutdown-timeout", "Timeout": "--request-timeout",
