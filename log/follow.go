@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/spl-dev/spl/records"
 )
 
 // Follow yields the records of thread in clock order as they land, from
@@ -26,6 +28,11 @@ import (
 // pushes each record as it lands, with no polling. A door log, whose
 // credentials create no consumer, reads by direct gets instead, woken by
 // each record's publish (followGets).
+// followBuffer bounds the bytes a follow buffers ahead of its reader:
+// room for one pull of the largest record with its headers (nats.go asks
+// for half the buffer a pull).
+const followBuffer = 2 * (records.MaxEncodedSize + 128<<10)
+
 func (l *Log) Follow(ctx context.Context, thread string, from uint64) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
 		if l.isClosed() {
@@ -50,7 +57,11 @@ func (l *Log) Follow(ctx context.Context, thread string, from uint64) iter.Seq2[
 			}
 			return
 		}
-		msgs, err := cons.Messages()
+		// The client's buffer is bounded in bytes, not only in messages
+		// (500 by default): a reader that does not keep up (an SSE client
+		// that stopped reading) then holds at most followBuffer of the
+		// process's memory, however large the records.
+		msgs, err := cons.Messages(jetstream.PullMaxBytes(followBuffer))
 		if err != nil {
 			yield(Entry{}, fmt.Errorf("follow %q: %w", thread, err))
 			return

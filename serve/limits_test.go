@@ -1,8 +1,10 @@
 package serve
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -185,5 +187,72 @@ func TestLimitListener(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatalf("Close did not end an Accept waiting for a slot")
+	}
+}
+
+// A reader that stops reading while records keep coming is cut off, not
+// kept (with the records held for it) forever, and resumes from the
+// Last-Event-ID of the last record it took.
+func TestTailCutsOffAStalledReader(t *testing.T) {
+	s := start(t, Config{Heartbeat: 500 * time.Millisecond, HTTPWriteTimeout: time.Second})
+	b := base(s)
+	conn, err := net.Dial("tcp", s.HTTPAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
+	fmt.Fprintf(conn, "GET /v1/threads/th_stall/events?from=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", s.cfg.HTTPToken)
+	br := bufio.NewReader(conn)
+	if line, err := br.ReadString('\n'); err != nil || !strings.Contains(line, "200") {
+		t.Fatalf("tail: %q, %v", line, err)
+	}
+	gauge := func() string {
+		for _, l := range strings.Split(scrape(t, s), "\n") {
+			if strings.HasPrefix(l, "spl_sse_tails ") {
+				return strings.TrimPrefix(l, "spl_sse_tails ")
+			}
+		}
+		return ""
+	}
+	if g := gauge(); g != "1" {
+		t.Fatalf("tails open: %s, want 1", g)
+	}
+	// It reads nothing more while 64 records of 64 KiB land.
+	pad := strings.Repeat("x", 64<<10)
+	for i := range 64 {
+		if code := call(t, "POST", b+"/v1/records", emitBody("th_stall", "DO", "agent.step", fmt.Sprintf(`{"i":%d,"pad":"%s"}`, i, pad)), nil); code != 201 {
+			t.Fatalf("emit %d: %d", i, code)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for gauge() != "0" {
+		if time.Now().After(deadline) {
+			t.Fatal("the stalled reader's tail is still open 20 s after it stopped reading")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Reconnecting with the last id it took resumes after it.
+	req, _ := http.NewRequest("GET", b+"/v1/threads/th_stall/events", nil)
+	req.Header.Set("Last-Event-ID", "10")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp, err := authClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rb := bufio.NewReader(resp.Body) // lines past a Scanner's 64 KiB
+	for {
+		line, err := rb.ReadString('\n')
+		if err != nil {
+			t.Fatalf("resumed tail: %v", err)
+		}
+		if strings.HasPrefix(line, "id: ") {
+			if id := strings.TrimSpace(line[4:]); id != "11" {
+				t.Fatalf("resumed tail starts at clock %s, want 11", id)
+			}
+			break
+		}
 	}
 }

@@ -15,9 +15,10 @@ import (
 	"github.com/spl-dev/spl/wire"
 )
 
-// tailBuffer is how many messages a tail holds between the consumer and a
-// slow HTTP client; beyond it the consumer waits (JetStream flow control).
-const tailBuffer = 256
+// tailBuffer is how many records a tail holds between the follow and a
+// slow HTTP client (the follow bounds its own buffer in bytes, log.Follow);
+// beyond it the follow waits.
+const tailBuffer = 4
 
 // handleTail streams the records of a thread as Server-Sent Events:
 //
@@ -29,7 +30,10 @@ const tailBuffer = 256
 // plus one), else from the records appended after the request. A message
 // that fails verification is sent as an event "corrupt" and the tail goes
 // on. A comment line is sent every heartbeat interval; the tail ends when
-// the client goes away or the server shuts down.
+// the client goes away or the server shuts down, or when it falls behind:
+// a reader that takes no record for HTTPWriteTimeout while records wait
+// is cut off. A tail holds at most tailBuffer records and the follow's
+// buffer (two of the largest records) of the server's memory.
 func (s *Server) handleTail(w http.ResponseWriter, r *http.Request) {
 	l := s.liveLog(w)
 	if l == nil {
@@ -73,11 +77,22 @@ func (s *Server) handleTail(w http.ResponseWriter, r *http.Request) {
 		err error
 	}
 	msgs := make(chan followed, tailBuffer)
+	behind := make(chan struct{})
 	go func() {
+		// A reader that takes no record for a whole write timeout while
+		// more wait is cut off: what it holds of the server stays bounded
+		// (tailBuffer records and the follow's own buffer), and it resumes
+		// with the Last-Event-ID of the last record it took.
+		stall := time.NewTimer(s.cfg.HTTPWriteTimeout)
+		defer stall.Stop()
 		for rec, err := range l.Follow(ctx, thread, from) {
+			stall.Reset(s.cfg.HTTPWriteTimeout)
 			select {
 			case msgs <- followed{rec, err}:
 			case <-ctx.Done():
+				return
+			case <-stall.C:
+				close(behind)
 				return
 			}
 		}
@@ -106,6 +121,10 @@ func (s *Server) handleTail(w http.ResponseWriter, r *http.Request) {
 		buf.Reset()
 		select {
 		case <-ctx.Done():
+			return
+		case <-behind:
+			s.m.refused.WithLabelValues("tail_behind").Inc()
+			s.logger.Warn("tail: the reader fell behind; cut off (it resumes with Last-Event-ID)", "thread", thread, "remote", r.RemoteAddr)
 			return
 		case <-beat.C:
 			if login != "" && !s.logins.alive(login) {
