@@ -367,7 +367,7 @@ func newRootCommand(a *app) *cobra.Command {
 	root.AddCommand(newSessionCommand(a), newEmitCommand(a), newThreadCommand(a),
 		newRecordCommand(a), newEraseCommand(a), newVerifyCommand(a), newRetentionCommand(a),
 		newProjectionsCommand(a), newServeCommand(a), newActorCommand(a))
-	root.AddCommand(newRunCommand(a))
+	root.AddCommand(newRunCommand(a), newMCPCommand(a), newPromptCommand())
 	return root
 }
 

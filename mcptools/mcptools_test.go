@@ -1,0 +1,189 @@
+package mcptools_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spl-dev/spl/mcptools"
+	"github.com/spl-dev/spl/sdk"
+)
+
+const actor = "did:sync:agent:mcp"
+
+// connect opens an embedded client and an MCP client session on the
+// server of right, through the SDK's in-memory transport.
+func connect(t *testing.T, right mcptools.Right) (*sdk.Client, *mcp.ClientSession) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := sdk.Open(ctx, sdk.WithDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, session(t, c, right)
+}
+
+func session(t *testing.T, c *sdk.Client, right mcptools.Right) *mcp.ClientSession {
+	t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	srv, err := mcptools.New(c, right, mcptools.Options{Actor: actor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := srv.Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// call calls a tool; the protocol must not fail, whatever the tool says.
+func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (*mcp.CallToolResult, map[string]any) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: protocol error %v", name, err)
+	}
+	var out map[string]any
+	if res.StructuredContent != nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		_ = json.Unmarshal(b, &out)
+	}
+	return res, out
+}
+
+func text(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func TestToolsSaveAndReadBack(t *testing.T) {
+	c, cs := connect(t, mcptools.Write)
+	ctx := context.Background()
+	tl, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]*mcp.Tool{}
+	for _, tool := range tl.Tools {
+		names[tool.Name] = tool
+	}
+	for _, n := range []string{"save_checkpoint", "latest_checkpoint", "list_session_checkpoints", "inspect_checkpoint", "list_resumable_sessions", "resume_session", "emit", "thread_tail", "list_runs", "get_run"} {
+		if names[n] == nil {
+			t.Errorf("tool %s missing", n)
+		}
+	}
+	if a := names["latest_checkpoint"].Annotations; a == nil || !a.ReadOnlyHint {
+		t.Errorf("latest_checkpoint is not marked read-only")
+	}
+	res, saved := call(t, cs, "save_checkpoint", map[string]any{"thread": "th_mcp", "summary": "Completed auth refactor",
+		"learnings": []string{"mutex pattern worked"}, "next_steps": []string{"Write migration tests"}, "name": "auth-done"})
+	if res.IsError || saved["id"] == nil {
+		t.Fatalf("save_checkpoint: %s", text(res))
+	}
+	// What MCP wrote is what the service layer reads.
+	sc, err := c.LatestCheckpoint(ctx, "th_mcp")
+	if err != nil || sc.ID.String() != saved["id"] || sc.Checkpoint.Summary != "Completed auth refactor" {
+		t.Fatalf("LatestCheckpoint after MCP save: %v %+v", err, sc.Checkpoint)
+	}
+	res, latest := call(t, cs, "latest_checkpoint", map[string]any{"thread": "th_mcp"})
+	if res.IsError || latest["checkpoint"].(map[string]any)["id"] != saved["id"] || !strings.Contains(text(res), "mutex pattern worked") {
+		t.Fatalf("latest_checkpoint: %s %v", text(res), latest)
+	}
+	if res, out := call(t, cs, "inspect_checkpoint", map[string]any{"thread": "th_mcp", "ref": "auth-done"}); res.IsError || out["checkpoint"].(map[string]any)["id"] != saved["id"] {
+		t.Fatalf("inspect_checkpoint by name: %s", text(res))
+	}
+	if res, out := call(t, cs, "list_session_checkpoints", map[string]any{"thread": "th_mcp"}); res.IsError || len(out["checkpoints"].([]any)) != 1 {
+		t.Fatalf("list_session_checkpoints: %s", text(res))
+	}
+	if res, out := call(t, cs, "thread_tail", map[string]any{"thread": "th_mcp", "n": 5}); res.IsError || len(out["records"].([]any)) != 1 {
+		t.Fatalf("thread_tail: %s", text(res))
+	}
+	// A failed session, resumed with a change to its memory.
+	if res, _ := call(t, cs, "emit", map[string]any{"thread": "th_mcp", "act": "LEARN", "kind": "agent.session.failed", "body": map[string]any{"error": "boom", "node": "n1"}}); res.IsError {
+		t.Logf("emit of a failure event: %s", text(res))
+	}
+	res, rc := call(t, cs, "resume_session", map[string]any{"thread": "th_mcp", "set": map[string]any{"retry": true}})
+	if res.IsError || rc["resumed_from"] != saved["id"] {
+		t.Fatalf("resume_session: %s %v", text(res), rc)
+	}
+
+	// Prompts and resources read the same checkpoint.
+	pr, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "resume_work", Arguments: map[string]string{"thread": "th_mcp"}})
+	if err != nil || !strings.Contains(pr.Messages[0].Content.(*mcp.TextContent).Text, "Completed auth refactor") {
+		t.Fatalf("resume_work: %v", err)
+	}
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "spl://checkpoint/th_mcp/auth-done"})
+	if err != nil || !strings.Contains(rr.Contents[0].Text, saved["id"].(string)) {
+		t.Fatalf("checkpoint resource: %v", err)
+	}
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "spl://thread/th_nowhere"}); err == nil {
+		t.Fatal("resource of a thread with no records: no error")
+	}
+}
+
+// Each refusal is a tool error naming the field, never a protocol error.
+func TestToolsRefuse(t *testing.T) {
+	_, cs := connect(t, mcptools.Write)
+	for _, c := range []struct {
+		tool  string
+		args  map[string]any
+		field string
+	}{
+		{"save_checkpoint", map[string]any{"thread": "th_r", "summary": "", "learnings": []string{"l"}}, "summary"},
+		{"save_checkpoint", map[string]any{"thread": "th_r", "summary": "s", "learnings": []string{}}, "learnings"},
+		{"save_checkpoint", map[string]any{"thread": "", "summary": "s", "learnings": []string{"l"}}, "thread"},
+		{"emit", map[string]any{"thread": "th_r", "act": "nope", "kind": "agent.step", "body": map[string]any{}}, "act"},
+		{"emit", map[string]any{"thread": "th_r", "act": "DO", "kind": "agent.step", "body": map[string]any{"pi": 3.141592653589793}}, ""},
+		{"inspect_checkpoint", map[string]any{"thread": "th_r", "ref": ""}, "ref"},
+		{"latest_checkpoint", map[string]any{"thread": "th_unknown"}, "not found"},
+		{"thread_tail", map[string]any{"thread": "th_r", "n": 5000}, "n"},
+		{"get_run", map[string]any{"run": ""}, "run"},
+	} {
+		res, _ := call(t, cs, c.tool, c.args)
+		if c.field == "" {
+			if res.IsError {
+				t.Errorf("%s %v: refused: %s", c.tool, c.args, text(res))
+			}
+			continue
+		}
+		if !res.IsError || !strings.Contains(text(res), c.field) {
+			t.Errorf("%s %v: error %v %q, want a tool error naming %q", c.tool, c.args, res.IsError, text(res), c.field)
+		}
+	}
+}
+
+// The read right gets the read tools only.
+func TestReadRightReadsOnly(t *testing.T) {
+	c, _ := connect(t, mcptools.Write)
+	cs := session(t, c, mcptools.Read)
+	tl, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tl.Tools {
+		if tool.Annotations == nil || !tool.Annotations.ReadOnlyHint {
+			t.Errorf("the read right is offered %s, which writes", tool.Name)
+		}
+	}
+	if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "save_checkpoint", Arguments: map[string]any{"thread": "th", "summary": "s", "learnings": []string{"l"}}}); err == nil && !res.IsError {
+		t.Fatal("save_checkpoint with the read right: saved")
+	}
+}
