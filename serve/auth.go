@@ -280,6 +280,9 @@ func rightOf(tok, admin, write, read string) right {
 // needed is the right a request needs: read for GET and HEAD, and to end
 // one's own login; write for the rest.
 func needed(r *http.Request) right {
+	if r.URL.Path == mcpPath {
+		return rightRead // the tools of the session are the credential's (mcp.go)
+	}
 	if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodDelete && r.URL.Path == "/v1/login" {
 		return rightRead
 	}

@@ -46,6 +46,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/threads/{thread}/fork", s.handleFork)
 	mux.HandleFunc("POST /v1/threads/{thread}/prune", s.handlePrune)
 	s.runRoutes(mux)
+	s.mcpRoutes(mux)
 	s.adminRoutes(mux)
 	s.pageRoutes(mux) // the reviewer's page and its login (page.go, login.go)
 	mux.HandleFunc("GET /healthz", s.handleHealth)

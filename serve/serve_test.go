@@ -708,7 +708,7 @@ func TestAPIDocumented(t *testing.T) {
 		"/v1/threads/{thread}/prune", "/v1/runs", "/v1/runs/{run}",
 		"/v1/records/{id}", "/v1/threads/{thread}/erase", "/v1/threads/{thread}/pins", "/v1/retention", "/v1/checkpoints/latest",
 		"/", "/v1/login",
-		"/healthz", "/metrics"}
+		"/healthz", "/mcp", "/metrics"}
 	if got, want := strings.Join(documented, " "), strings.Join(routes, " "); got != want {
 		t.Fatalf("documented paths=%s, want %s", got, want)
 	}

@@ -65,6 +65,7 @@ type Server struct {
 	nopts *server.Options
 	own   []nats.Option // options of the in-process connection
 	ns    *server.Server
+	mcp   mcpFaces // the MCP servers of /mcp (mcp.go)
 	dir   *natsio.DirLock
 	// dirToken: the NATS listener requires the data directory's token
 	// (no credentials of the config's own), the one embedded clients send.

@@ -1,0 +1,83 @@
+package serve
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// withBearer adds a bearer token to every request.
+type withBearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b withBearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// mcpSession connects the SDK's MCP client to the server's /mcp with token.
+func mcpSession(t *testing.T, s *Server, token string) (*mcp.ClientSession, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tr := &mcp.StreamableClientTransport{Endpoint: base(s) + mcpPath, MaxRetries: -1, DisableStandaloneSSE: true,
+		HTTPClient: &http.Client{Transport: withBearer{token, http.DefaultTransport}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, tr, nil)
+	if err == nil {
+		t.Cleanup(func() { cs.Close() })
+	}
+	return cs, err
+}
+
+// /mcp is behind the API's credentials, and a session gets the tools of
+// its credential's right.
+func TestMCPOverHTTP(t *testing.T) {
+	s := start(t, Config{})
+	if _, err := mcpSession(t, s, "not a token at all, no"); err == nil {
+		t.Fatal("MCP with a wrong token: connected")
+	}
+	ctx := context.Background()
+	w, err := mcpSession(t, s, s.cfg.HTTPToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.CallTool(ctx, &mcp.CallToolParams{Name: "save_checkpoint", Arguments: map[string]any{"thread": "th_mcp",
+		"summary": "over http", "learnings": []string{"tokens hold"}, "actor": actor}})
+	if err != nil || res.IsError {
+		t.Fatalf("save_checkpoint with the write token: %v %+v", err, res)
+	}
+	// With no actor in the call, and none on the server: refused, naming it.
+	res, err = w.CallTool(ctx, &mcp.CallToolParams{Name: "save_checkpoint", Arguments: map[string]any{"thread": "th_mcp",
+		"summary": "s", "learnings": []string{"l"}}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "actor") {
+		t.Fatalf("save_checkpoint without an actor: %v %+v", err, res)
+	}
+	r, err := mcpSession(t, s, s.cfg.HTTPReadToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := r.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tl.Tools {
+		if !tool.Annotations.ReadOnlyHint {
+			t.Errorf("the read token is offered %s", tool.Name)
+		}
+	}
+	res, err = r.CallTool(ctx, &mcp.CallToolParams{Name: "latest_checkpoint", Arguments: map[string]any{"thread": "th_mcp"}})
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "over http") {
+		t.Fatalf("latest_checkpoint with the read token: %v %+v", err, res)
+	}
+	if res, err := r.CallTool(ctx, &mcp.CallToolParams{Name: "save_checkpoint", Arguments: map[string]any{"thread": "th_mcp",
+		"summary": "s", "learnings": []string{"l"}, "actor": actor}}); err == nil && !res.IsError {
+		t.Fatal("save_checkpoint with the read token: saved")
+	}
+}
