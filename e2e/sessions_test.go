@@ -90,6 +90,11 @@ func TestSessionPauseKillResume(t *testing.T) {
 	if m, _ := r.Memory.(map[string]any); m["mode"] != "fast" || r.MemoryEdit == nil {
 		t.Fatalf("memory %v, edit %v", r.Memory, r.MemoryEdit)
 	}
+	// The checkpoint resumed from comes with the resume, in full: no
+	// second call to session show.
+	if r.Checkpoint.ID != p.Checkpoint || r.Checkpoint.Summary == "" || len(r.Checkpoint.Learnings) == 0 || r.Checkpoint.Type != "safe_point" || r.Checkpoint.Pause == nil {
+		t.Fatalf("resume's checkpoint: %+v", r.Checkpoint)
+	}
 	if !strings.HasPrefix(r.Agents[1].Prompt, "## Session Context (Resumed)\n\nThis session was paused and has now resumed. Below is a summary of recent activity you were involved in before the pause.\n\n- ") {
 		t.Fatalf("prompt:\n%s", r.Agents[1].Prompt)
 	}

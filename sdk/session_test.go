@@ -233,6 +233,9 @@ func TestSessionStatusAndRefusals(t *testing.T) {
 	if err != nil || rc.From.ID != clean.ID {
 		t.Fatalf("resume failed session: from %v, %v; want %s", rc.From.ID, err, clean.ID)
 	}
+	if j, err := rc.Wire(); err != nil || j.ResumeAt != "collector" || j.Checkpoint.ID != clean.ID.String() || j.Checkpoint.CurrentNode != "collector" {
+		t.Fatalf("resume's wire form: at %q, checkpoint %s (%v); want at collector, from %s", j.ResumeAt, j.Checkpoint.ID, err, clean.ID)
+	}
 	// Every transition, in the listing.
 	save("s_cancel", records.ExecState{})
 	if _, err := c.MarkSession(ctx, "s_cancel", "", records.KindSessionCancelled, records.SessionEvent{Reason: "user"}); err != nil {

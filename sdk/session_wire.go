@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/spl-dev/spl/records"
@@ -46,6 +47,10 @@ func (rc ResumeContext) Wire() (wire.Resume, error) {
 	if j.Redacted == nil {
 		j.Redacted = []string{}
 	}
+	if j.Checkpoint, err = rc.From.Wire(); err != nil {
+		return wire.Resume{}, fmt.Errorf("checkpoint: %w", err)
+	}
+	j.ResumeAt = cmp.Or(rc.From.State.NextNode, rc.From.State.CurrentNode)
 	if rc.MemoryEdit != nil {
 		j.MemoryEdit = wire.OptionalID(rc.MemoryEdit.ID)
 	}

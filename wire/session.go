@@ -208,4 +208,11 @@ type Resume struct {
 	// Skipped are the clocks of checkpoints that do not verify, passed
 	// over; absent when none.
 	Skipped []uint64 `json:"skipped,omitempty"`
+	// Checkpoint is the checkpoint resumed from, in full: its summary,
+	// learnings, next steps and state, and where in the graph it was
+	// taken, with the outputs and metrics then.
+	Checkpoint SessionCheckpoint `json:"checkpoint"`
+	// ResumeAt is the node the session continues at: the checkpoint's
+	// next_node, else its current_node ("" when it names neither).
+	ResumeAt string `json:"resume_at"`
 }

@@ -320,6 +320,23 @@ func writeResume(w io.Writer, j wire.Resume) error {
 	if len(j.Redacted) > 0 {
 		fmt.Fprintf(w, "not stored:   %s (redaction policy)\n", strings.Join(j.Redacted, ", "))
 	}
+	if j.ResumeAt != "" {
+		fmt.Fprintf(w, "resume at:    %s\n", printable(j.ResumeAt))
+	}
+	cp := j.Checkpoint
+	fmt.Fprintf(w, "\nsummary:      %s\n", printable(cp.Summary))
+	for i, l := range cp.Learnings {
+		fmt.Fprintf(w, "%-14s%s\n", map[bool]string{true: "learnings:", false: ""}[i == 0], printable(l))
+	}
+	for i, s := range cp.NextSteps {
+		fmt.Fprintf(w, "%-14s%s\n", map[bool]string{true: "next steps:", false: ""}[i == 0], printable(s))
+	}
+	if len(cp.ExecutionPath) > 0 {
+		fmt.Fprintf(w, "path:         %s\n", printable(strings.Join(cp.ExecutionPath, " → ")))
+	}
+	if len(cp.State) > 0 && string(cp.State) != "null" {
+		fmt.Fprintf(w, "state:        %s\n", cp.State)
+	}
 	for _, ag := range j.Agents {
 		fmt.Fprintf(w, "\n# agent %s\n%s", printable(ag.AgentID), ag.Prompt)
 	}
