@@ -131,6 +131,7 @@ func TestServeConfigNamesFlags(t *testing.T) {
 		{[]string{"serve", "--listen", "10.1.2.3:4222"}, `serve: --listen: "10.1.2.3" is not a loopback address; listening on it needs --allow-remote`},
 		{[]string{"serve", "--token", "t", "--user", "u", "--password", "p"}, "serve: --token: cannot be combined with --user or --nkey"},
 		{[]string{"serve", "--cluster-name", "c", "--name", "n", "--cluster", "127.0.0.1:0", "--routes", "nats://127.0.0.1:1,x"}, "serve: --routes (value 2): must be a URL"},
+		{[]string{"session", "list", "--status", "failed", "--actor", "did:sync:agent:x"}, "session list: --actor keeps the latest checkpoints"},
 		{[]string{"serve", "--replicas", "3"}, "serve: --replicas: more than 1 needs a cluster (--cluster-name)"},
 		{[]string{"serve", "--log-level", "loud"}, `serve: --log-level: must be debug, info, warn or error, got "loud"`},
 		{[]string{"serve", "--log-format", "xml"}, `serve: --log-format: must be text or json, got "xml"`},

@@ -69,6 +69,9 @@ type, or clean ones, with their execution state (--json).`
 		switch {
 		case bySession && fl.Changed("thread"):
 			return usagef("session list: --status and --resumable list across threads, not with --thread")
+		case bySession && fl.Changed("actor"):
+			// Never ignored in silence: sessions are not listed by actor.
+			return usagef("session list: --actor keeps the latest checkpoints saved by an actor; it does not filter --status or --resumable")
 		case byType && !fl.Changed("thread"):
 			return usagef("session list: --type and --clean list a thread's checkpoints: give --thread")
 		case bySession:
