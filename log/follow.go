@@ -155,3 +155,17 @@ func (l *Log) followGets(ctx context.Context, thread string, from uint64, yield 
 		}
 	}
 }
+
+// Watch calls fn whenever a record of kind lands on thread, from now
+// until stop is called: a subscription to the record's subject, no
+// consumer (any right that reads may watch). It says only that one
+// landed; read it to know what it holds. A record published while the
+// connection is down is missed: read once after Watch returns to cover
+// what landed before it.
+func (l *Log) Watch(thread, kind string, fn func()) (stop func(), err error) {
+	sub, err := l.c.NC.Subscribe(RecordSubject(thread, kind), func(*nats.Msg) { fn() })
+	if err != nil {
+		return nil, fmt.Errorf("watch %q %s: %w", thread, kind, err)
+	}
+	return func() { _ = sub.Unsubscribe() }, nil
+}

@@ -78,6 +78,8 @@ func New(c *sdk.Client, right Right, o Options) (*mcp.Server, error) {
 			Description: "Save a session checkpoint on a thread: what was done (summary), what was learned (learnings, at least one), what comes next (next_steps). Stored as an immutable, content-addressed record; returns its id and clock."}, t.save)
 		add(s, &errs, &mcp.Tool{Name: "resume_session", Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(false), DestructiveHint: ptr(false)},
 			Description: "Resume the session of a thread from a checkpoint (default: the latest; for a failed session the latest clean, resumable one), with changes to its shared memory. Returns the resume context and records the resume."}, t.resume)
+		add(s, &errs, &mcp.Tool{Name: "cancel_run", Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(false)},
+			Description: "Cancel a durable run, saying why: its runner stops at its next checkpoint or tool effect, and a resume runs nothing. A finished run is refused."}, t.cancelRun)
 		add(s, &errs, &mcp.Tool{Name: "emit", Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(false), DestructiveHint: ptr(false)},
 			Description: "Append any record to a thread: an act (upper case, e.g. KNOW, DO, LEARN), a kind (lower-case dotted, e.g. agent.step) and a JSON object body."}, t.emit)
 	}
@@ -361,6 +363,26 @@ func (t tools) run(ctx context.Context, _ *mcp.CallToolRequest, in RunInput) (*m
 	}
 	text := fmt.Sprintf("run %s on %s: %s, phase %s, %d phases, %d effects\n", j.RunID, j.Thread, j.Status, j.Phase, len(j.Phases), len(j.Effects))
 	return textResult(text, j), j, nil
+}
+
+// CancelInput cancels a run.
+type CancelInput struct {
+	Run    string `json:"run" jsonschema:"the run id"`
+	Reason string `json:"reason" jsonschema:"why the run is cancelled"`
+	Thread string `json:"thread,omitempty" jsonschema:"its thread, when the run id is on several"`
+	Actor  string `json:"actor,omitempty" jsonschema:"who cancels it (a DID); default the server's actor"`
+}
+
+func (t tools) cancelRun(ctx context.Context, _ *mcp.CallToolRequest, in CancelInput) (*mcp.CallToolResult, Saved, error) {
+	if in.Run == "" {
+		return nil, Saved{}, &records.FieldError{Field: "run", Rule: "required: a run id"}
+	}
+	rc, err := t.c.CancelRun(ctx, in.Thread, in.Run, in.Reason, t.actorOr(in.Actor))
+	if err != nil {
+		return nil, Saved{}, explain(err)
+	}
+	out := Saved{ID: rc.ID.String(), Clock: rc.Clock, Thread: in.Thread}
+	return textResult(fmt.Sprintf("cancelled run %s: request %s at clock %d\n", in.Run, out.ID, out.Clock), out), out, nil
 }
 
 // SaveInput is a checkpoint to save.

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -81,7 +82,8 @@ const (
 	// RunTerminal: a run_terminal checkpoint with a terminal_result.
 	RunTerminal RunStatus = "terminal"
 	// RunFailed: a run_terminal checkpoint without a terminal_result, or
-	// whose state is "failed", "error" or "cancelled".
+	// whose state is "failed" or "error"; or a newest checkpoint no resume
+	// can continue from.
 	RunFailed RunStatus = "failed"
 )
 
@@ -304,8 +306,10 @@ func (cp *RunCheckpoint) status() RunStatus {
 	var state string
 	_ = cp.Payload.Field("state").Decode(&state)
 	switch state {
-	case "failed", "error", "cancelled":
+	case "failed", "error":
 		return RunFailed
+	case "cancelled":
+		return RunCancelled
 	}
 	if _, ok := cp.Terminal(); ok {
 		return RunTerminal
@@ -473,6 +477,9 @@ type Run struct {
 	effects  map[string]RecordedEffect // by call id, the newest
 	replayed int
 	ran      int
+
+	cancel  atomic.Pointer[RunCancelledError] // the cancel request, once seen (run_control.go)
+	unwatch func()                            // stops watching for one
 }
 
 // ID returns the run id.
@@ -511,7 +518,11 @@ func (c *Client) ResumeRun(ctx context.Context, thread, runID string, opts ...Ru
 	if err != nil {
 		return nil, err
 	}
-	res := Resume{Resumed: true, Latest: latest, Status: latest.status()}
+	st, err := c.runStatus(ctx, thread, runID, latest)
+	if err != nil {
+		return nil, err
+	}
+	res := Resume{Resumed: true, Latest: latest, Status: st}
 	if t, ok := latest.Terminal(); ok && res.Status == RunTerminal {
 		res.Terminal = t
 		return c.newRun(thread, runID, res, nil, opts), nil
@@ -623,11 +634,12 @@ func (c *Client) newRun(thread, runID string, res Resume, effects map[string]Rec
 	}
 	r.cond = sync.NewCond(&r.mu)
 	if res.Status != RunRunning {
-		// Nothing more is written to a finished run.
+		// Nothing more is written to a finished or cancelled run.
 		r.finished = true
 		close(r.exited)
 		return r
 	}
+	r.watchCancel()
 	go r.write()
 	return r
 }

@@ -86,9 +86,9 @@ type RunFilter struct {
 // (no record is scanned).
 func (c *Client) Runs(ctx context.Context, f RunFilter) ([]RunInfo, error) {
 	switch f.Status {
-	case "", RunRunning, RunTerminal, RunFailed:
+	case "", RunRunning, RunTerminal, RunFailed, RunCancelled:
 	default:
-		return nil, &records.FieldError{Field: "status", Rule: "must be running, terminal or failed"}
+		return nil, &records.FieldError{Field: "status", Rule: "must be running, terminal, failed or cancelled"}
 	}
 	if f.Thread != "" {
 		if err := records.CheckThread(f.Thread); err != nil {
@@ -145,7 +145,12 @@ func (c *Client) runInfo(ctx context.Context, thread, runID string) RunInfo {
 		info.Status, info.Problem = RunFailed, err.Error()
 		return info
 	}
-	info.Status, info.Phase, info.Updated, info.Latest = latest.status(), latest.Phase, latest.Time, latest.Receipt
+	st, err := c.runStatus(ctx, thread, runID, latest)
+	if err != nil {
+		info.Status, info.Problem = RunFailed, err.Error()
+		return info
+	}
+	info.Status, info.Phase, info.Updated, info.Latest = st, latest.Phase, latest.Time, latest.Receipt
 	return info
 }
 
@@ -210,7 +215,11 @@ func (c *Client) RunDetail(ctx context.Context, thread, runID string) (RunDetail
 	if err != nil {
 		return RunDetail{}, err
 	}
-	d := RunDetail{RunInfo: RunInfo{Thread: thread, RunID: runID, Status: latest.status(), Phase: latest.Phase, Updated: latest.Time, Latest: latest.Receipt}}
+	st, err := c.runStatus(ctx, thread, runID, latest)
+	if err != nil {
+		return RunDetail{}, err
+	}
+	d := RunDetail{RunInfo: RunInfo{Thread: thread, RunID: runID, Status: st, Phase: latest.Phase, Updated: latest.Time, Latest: latest.Receipt}}
 	if t, ok := latest.Terminal(); ok {
 		d.Terminal = t
 	}

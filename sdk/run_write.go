@@ -59,6 +59,9 @@ func (r *Run) Checkpoint(ctx context.Context, phase string, payload any, opts ..
 	if phase == PhaseRunTerminal {
 		return &records.FieldError{Field: "phase", Rule: "run_terminal is written by Finish"}
 	}
+	if err := r.cancelled(); err != nil {
+		return err
+	}
 	if payload == nil {
 		payload = map[string]any{}
 	}
@@ -421,6 +424,9 @@ func (r *Run) Close() error {
 
 // stop takes no more writes; the writer drains the queue and exits.
 func (r *Run) stop() {
+	if r.unwatch != nil {
+		r.unwatch()
+	}
 	r.mu.Lock()
 	r.finished = true
 	r.cond.Broadcast()
@@ -513,6 +519,9 @@ func (r *Run) Effect(ctx context.Context, callID, tool string, args any, fn func
 	}
 	if callID == "" || len(callID) > 256 {
 		return EffectResult{}, &records.FieldError{Field: "call_id", Rule: "must be 1 to 256 bytes"}
+	}
+	if err := r.cancelled(); err != nil {
+		return EffectResult{}, err
 	}
 	in, err := InputHash(tool, args)
 	if err != nil {

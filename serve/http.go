@@ -197,7 +197,8 @@ func (s *Server) classify(r *http.Request, err error) (int, wire.Error) {
 	case errors.Is(err, sdk.ErrNeedsAdmin):
 		return http.StatusForbidden, wire.Error{Error: err.Error(), Field: "Authorization", Rule: "needs the admin right"}
 	case errors.Is(err, sdk.ErrConflict), errors.Is(err, sdk.ErrNotErasable),
-		errors.Is(err, sdk.ErrSessionCompleted), errors.Is(err, sdk.ErrNotResumable), errors.Is(err, sdk.ErrNoResumePoint):
+		errors.Is(err, sdk.ErrSessionCompleted), errors.Is(err, sdk.ErrNotResumable), errors.Is(err, sdk.ErrNoResumePoint),
+		errors.Is(err, sdk.ErrRunFinished):
 		return http.StatusConflict, wire.Error{Error: err.Error()}
 	default:
 		// Timeouts, a closed log, a server without quorum, in-doubt

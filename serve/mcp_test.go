@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spl-dev/spl/sdk"
 )
 
 // withBearer adds a bearer token to every request.
@@ -79,5 +81,52 @@ func TestMCPOverHTTP(t *testing.T) {
 	if res, err := r.CallTool(ctx, &mcp.CallToolParams{Name: "save_checkpoint", Arguments: map[string]any{"thread": "th_mcp",
 		"summary": "s", "learnings": []string{"l"}, "actor": actor}}); err == nil && !res.IsError {
 		t.Fatal("save_checkpoint with the read token: saved")
+	}
+}
+
+// POST /v1/runs/{run}/cancel cancels a running run, once, with the write
+// right; the MCP tool cancel_run is the same call.
+func TestCancelRunOverHTTPAndMCP(t *testing.T) {
+	s := start(t, Config{})
+	c := s.c.Load()
+	ctx := context.Background()
+	for _, id := range []string{"r_http", "r_mcp"} {
+		r, err := c.OpenRun(ctx, "th_runs", id, sdk.WithRunActor(actor))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Checkpoint(ctx, "run_started", map[string]any{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := base(s)
+	body := `{"reason":"over budget","actor":"` + actor + `"}`
+	reader := &http.Client{Transport: withBearer{s.cfg.HTTPReadToken, http.DefaultTransport}}
+	if code, _ := callWith(t, reader, "POST", b+"/v1/runs/r_http/cancel", body, nil); code != http.StatusForbidden {
+		t.Fatalf("cancel with the read token: %d, want 403", code)
+	}
+	if code := call(t, "POST", b+"/v1/runs/r_http/cancel", `{"actor":"`+actor+`"}`, nil); code != http.StatusBadRequest {
+		t.Fatalf("cancel without a reason: %d, want 400", code)
+	}
+	if code := call(t, "POST", b+"/v1/runs/r_http/cancel", body, nil); code != http.StatusOK {
+		t.Fatalf("cancel: %d", code)
+	}
+	if code := call(t, "POST", b+"/v1/runs/r_http/cancel", body, nil); code != http.StatusConflict {
+		t.Fatalf("cancel again: %d, want 409", code)
+	}
+	w, err := mcpSession(t, s, s.cfg.HTTPToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.CallTool(ctx, &mcp.CallToolParams{Name: "cancel_run", Arguments: map[string]any{"run": "r_mcp", "reason": "by an agent", "actor": actor}})
+	if err != nil || res.IsError {
+		t.Fatalf("cancel_run: %v %+v", err, res)
+	}
+	res, err = w.CallTool(ctx, &mcp.CallToolParams{Name: "get_run", Arguments: map[string]any{"run": "r_mcp"}})
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "cancelled") {
+		t.Fatalf("get_run after cancel_run: %v %+v", err, res)
 	}
 }

@@ -58,8 +58,38 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// cancelRequest is the body of POST /v1/runs/{run}/cancel.
+type cancelRequest struct {
+	Thread string `json:"thread"` // when the run id is on several threads
+	Reason string `json:"reason"`
+	Actor  string `json:"actor"`
+}
+
+// cancelResponse is its answer: the cancel request recorded.
+type cancelResponse struct {
+	Run     string `json:"run_id"`
+	Request string `json:"request"` // the id of the agent.run.cancel record
+	Clock   uint64 `json:"clock"`
+}
+
+// handleCancel cancels a run, as spl run cancel does.
+func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
+	var req cancelRequest
+	c, ok := s.bodyRequest(w, r, &req)
+	if !ok {
+		return
+	}
+	rc, err := c.CancelRun(r.Context(), req.Thread, r.PathValue("run"), req.Reason, req.Actor)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, cancelResponse{Run: r.PathValue("run"), Request: rc.ID.String(), Clock: rc.Clock})
+}
+
 // runRoutes adds the routes of runs (docs/http-api.yaml).
 func (s *Server) runRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/runs", s.handleRuns)
 	mux.HandleFunc("GET /v1/runs/{run}", s.handleRun)
+	mux.HandleFunc("POST /v1/runs/{run}/cancel", s.handleCancel)
 }

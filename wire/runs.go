@@ -7,7 +7,7 @@ import "encoding/json"
 type Run struct {
 	Thread      string  `json:"thread"`
 	RunID       string  `json:"run_id"`
-	Status      string  `json:"status"`     // running, terminal or failed
+	Status      string  `json:"status"`     // running, terminal, failed or cancelled
 	Phase       string  `json:"phase"`      // of the newest checkpoint; "" when it cannot be read
 	Updated     string  `json:"updated"`    // the newest checkpoint's timestamp_ms, UTC, in TimeLayout
 	UpdatedTS   int64   `json:"updated_ts"` // the same in Unix milliseconds

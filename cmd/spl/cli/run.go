@@ -19,7 +19,7 @@ func newRunCommand(a *app) *cobra.Command {
 		Short: "List the durable runs of agents, and show one",
 		RunE:  groupRunE,
 	}
-	cmd.AddCommand(newRunListCommand(a), newRunShowCommand(a))
+	cmd.AddCommand(newRunListCommand(a), newRunShowCommand(a), newRunCancelCommand(a))
 	return cmd
 }
 
@@ -62,7 +62,7 @@ the phase and time of the newest checkpoint. With --json, every field.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&thread, "thread", "", "only the runs of this thread")
-	f.StringVar(&status, "status", "", "only runs in this status: running, terminal or failed")
+	f.StringVar(&status, "status", "", "only runs in this status: running, terminal, failed or cancelled")
 	return cmd
 }
 
@@ -139,4 +139,42 @@ func writeRunDetail(out io.Writer, d wire.RunDetail) error {
 	}
 	_, err := io.WriteString(out, b.String())
 	return err
+}
+
+func newRunCancelCommand(a *app) *cobra.Command {
+	var thread, reason, actor string
+	cmd := &cobra.Command{
+		Use:   "cancel RUN --reason TEXT [--thread T]",
+		Short: "Cancel a run: its runner stops at its next checkpoint or effect",
+		Long: `Record that RUN is cancelled, and why (a record of kind agent.run.cancel on
+the run's thread). From then on the run's status is cancelled; a runner
+still running sees it at its next checkpoint or tool effect (a typed
+error: sdk.ErrRunCancelled) and stops; a resume runs nothing. A run that
+finished, or was cancelled already, is refused (exit 1). Without
+--thread, the run id must be on one thread only.`,
+		Example: `  spl run cancel run_42 --reason "spending too much"`,
+		Args:    cobra.ExactArgs(1),
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			actor, err := actorFlag(actor)
+			if err != nil {
+				return fmt.Errorf("run cancel: %w", err)
+			}
+			return a.withClient(cmd, "run cancel", func(ctx context.Context, c *sdk.Client) error {
+				rc, err := c.CancelRun(ctx, thread, args[0], reason, actor)
+				if err != nil {
+					return fmt.Errorf("run cancel: %w", err)
+				}
+				if a.json {
+					return writeJSON(cmd.OutOrStdout(), map[string]any{"run_id": args[0], "request": rc.ID.String(), "clock": rc.Clock})
+				}
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "cancelled %s: request %s at clock %d\n", args[0], rc.ID, rc.Clock)
+				return err
+			})
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&thread, "thread", "", "the thread of the run")
+	f.StringVar(&reason, "reason", "", "why the run is cancelled (required)")
+	f.StringVar(&actor, "actor", "", "actor DID (default $SPL_ACTOR)")
+	return cmd
 }

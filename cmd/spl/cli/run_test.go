@@ -72,3 +72,45 @@ func TestRunListAndShow(t *testing.T) {
 		t.Fatalf("running runs: %+v, want none", running)
 	}
 }
+
+// TestRunCancel: spl run cancel records the request, the run is listed as
+// cancelled, and a cancel without a reason, of a finished run or of one
+// cancelled already, is refused (exit 1).
+func TestRunCancel(t *testing.T) {
+	home := t.TempDir()
+	ctx := context.Background()
+	c, err := sdk.Open(ctx, sdk.WithDir(home), sdk.WithActor(seedActor))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"live", "done"} {
+		r, err := c.OpenRun(ctx, "th_cancel", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = r.Checkpoint(ctx, sdk.PhaseRunStarted, map[string]any{"agent_name": "a"})
+		if id == "done" {
+			if _, err := r.Finish(ctx, sdk.Terminal{Result: map[string]any{"text": "ok"}}); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r := spl(t, home, "", "run", "cancel", "live", "--actor", seedActor); r.code != ExitUsage || !strings.Contains(r.stderr, "reason") {
+		t.Fatalf("cancel without a reason: exit %d, %q", r.code, r.stderr)
+	}
+	mustSPL(t, home, "", "run", "cancel", "live", "--reason", "stuck in a loop", "--actor", seedActor)
+	runs := decodeJSON[[]wire.Run](t, mustSPL(t, home, "", "--json", "run", "list", "--status", "cancelled").stdout)
+	if len(runs) != 1 || runs[0].RunID != "live" {
+		t.Fatalf("cancelled runs: %+v", runs)
+	}
+	for _, id := range []string{"live", "done"} {
+		if r := spl(t, home, "", "run", "cancel", id, "--reason", "again", "--actor", seedActor); r.code != ExitUsage || !strings.Contains(r.stderr, "finished") {
+			t.Fatalf("cancel of %s: exit %d, %q, want 1 (run already finished)", id, r.code, r.stderr)
+		}
+	}
+}
