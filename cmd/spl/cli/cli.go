@@ -342,6 +342,7 @@ func newRootCommand(a *app) *cobra.Command {
 		Long:          rootLong,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		Version:       versionText(),
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			if a.timeout <= 0 {
 				return usagef("--timeout must be positive, got %v", a.timeout)
@@ -367,7 +368,8 @@ func newRootCommand(a *app) *cobra.Command {
 	root.AddCommand(newSessionCommand(a), newEmitCommand(a), newThreadCommand(a),
 		newRecordCommand(a), newEraseCommand(a), newVerifyCommand(a), newRetentionCommand(a),
 		newProjectionsCommand(a), newServeCommand(a), newActorCommand(a))
-	root.AddCommand(newRunCommand(a), newMCPCommand(a), newPromptCommand())
+	root.AddCommand(newRunCommand(a), newMCPCommand(a), newPromptCommand(), newVersionCommand())
+	root.SetVersionTemplate("{{.Version}}")
 	return root
 }
 

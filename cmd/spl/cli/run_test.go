@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -112,5 +113,18 @@ func TestRunCancel(t *testing.T) {
 		if r := spl(t, home, "", "run", "cancel", id, "--reason", "again", "--actor", seedActor); r.code != ExitUsage || !strings.Contains(r.stderr, "finished") {
 			t.Fatalf("cancel of %s: exit %d, %q, want 1 (run already finished)", id, r.code, r.stderr)
 		}
+	}
+}
+
+// spl version and spl --version print the same: the version, the commit
+// and the Go that built it.
+func TestVersion(t *testing.T) {
+	home := t.TempDir()
+	v := mustSPL(t, home, "", "version").stdout
+	if !strings.HasPrefix(v, "spl ") || !strings.Contains(v, "\ncommit ") || !strings.Contains(v, runtime.Version()) {
+		t.Fatalf("spl version:\n%s", v)
+	}
+	if f := mustSPL(t, home, "", "--version").stdout; f != v {
+		t.Fatalf("spl --version:\n%s\nwant what spl version prints:\n%s", f, v)
 	}
 }
