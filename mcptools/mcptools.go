@@ -16,7 +16,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -69,6 +71,8 @@ func New(c *sdk.Client, right Right, o Options) (*mcp.Server, error) {
 		Description: "Sessions that can be resumed (failed, paused, cancelled), newest activity first; or, with status, the sessions in those statuses."}, t.sessions)
 	add(s, &errs, &mcp.Tool{Name: "thread_tail", Annotations: readOnly,
 		Description: "The newest records of a thread, oldest first, each verified; optionally of one kind."}, t.tail)
+	add(s, &errs, &mcp.Tool{Name: "diff_checkpoints", Annotations: readOnly,
+		Description: "What changed between two checkpoints (of one thread, or of two: b_thread): the summary, learnings, next steps and state keys added, removed or changed."}, t.diff)
 	add(s, &errs, &mcp.Tool{Name: "list_runs", Annotations: readOnly,
 		Description: "Durable runs, with their status (running, terminal, failed) and newest phase."}, t.runs)
 	add(s, &errs, &mcp.Tool{Name: "get_run", Annotations: readOnly,
@@ -78,6 +82,8 @@ func New(c *sdk.Client, right Right, o Options) (*mcp.Server, error) {
 			Description: "Save a session checkpoint on a thread: what was done (summary), what was learned (learnings, at least one), what comes next (next_steps). Stored as an immutable, content-addressed record; returns its id and clock."}, t.save)
 		add(s, &errs, &mcp.Tool{Name: "resume_session", Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(false), DestructiveHint: ptr(false)},
 			Description: "Resume the session of a thread from a checkpoint (default: the latest; for a failed session the latest clean, resumable one), with changes to its shared memory. Returns the resume context and records the resume."}, t.resume)
+		add(s, &errs, &mcp.Tool{Name: "fork_session", Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(false), DestructiveHint: ptr(false)},
+			Description: "Fork a thread from one of its checkpoints (default the latest) into a new, empty thread, with changes to the copied state (paths like a.b): to try another approach without touching the original."}, t.fork)
 		add(s, &errs, &mcp.Tool{Name: "cancel_run", Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(false)},
 			Description: "Cancel a durable run, saying why: its runner stops at its next checkpoint or tool effect, and a resume runs nothing. A finished run is refused."}, t.cancelRun)
 		add(s, &errs, &mcp.Tool{Name: "emit", Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(false), DestructiveHint: ptr(false)},
@@ -362,6 +368,83 @@ func (t tools) run(ctx context.Context, _ *mcp.CallToolRequest, in RunInput) (*m
 		return nil, wire.RunDetail{}, err
 	}
 	text := fmt.Sprintf("run %s on %s: %s, phase %s, %d phases, %d effects\n", j.RunID, j.Thread, j.Status, j.Phase, len(j.Phases), len(j.Effects))
+	return textResult(text, j), j, nil
+}
+
+// DiffInput names two checkpoints.
+type DiffInput struct {
+	Thread  string `json:"thread" jsonschema:"the thread of a (and of b, unless b_thread)"`
+	A       string `json:"a" jsonschema:"the first checkpoint: id, end of id, or name"`
+	B       string `json:"b" jsonschema:"the second checkpoint: id, end of id, or name"`
+	BThread string `json:"b_thread,omitempty" jsonschema:"the thread of b, when it is another (a fork)"`
+}
+
+func (t tools) diff(ctx context.Context, _ *mcp.CallToolRequest, in DiffInput) (*mcp.CallToolResult, wire.Diff, error) {
+	for _, th := range []struct{ field, v string }{{"thread", in.Thread}, {"b_thread", in.BThread}} {
+		if th.v == "" && th.field == "b_thread" {
+			continue
+		}
+		if err := records.CheckThread(th.v); err != nil {
+			return nil, wire.Diff{}, fmt.Errorf("%s: %w", th.field, err)
+		}
+	}
+	if in.A == "" || in.B == "" {
+		return nil, wire.Diff{}, &records.FieldError{Field: "a", Rule: "a and b are required: ids, ends of ids or names"}
+	}
+	ca, err := t.c.FindCheckpoint(ctx, in.Thread, in.A)
+	if err != nil {
+		return nil, wire.Diff{}, fmt.Errorf("a: %w", explain(err))
+	}
+	bt := in.BThread
+	if bt == "" {
+		bt = in.Thread
+	}
+	cb, err := t.c.FindCheckpoint(ctx, bt, in.B)
+	if err != nil {
+		return nil, wire.Diff{}, fmt.Errorf("b: %w", explain(err))
+	}
+	d, err := sdk.DiffCheckpoints(ca, cb)
+	if err != nil {
+		return nil, wire.Diff{}, err
+	}
+	j := d.Wire()
+	b, _ := json.MarshalIndent(j, "", "  ")
+	return textResult(string(b), j), j, nil
+}
+
+// ForkInput forks a thread.
+type ForkInput struct {
+	Thread string         `json:"thread" jsonschema:"the thread to fork"`
+	To     string         `json:"to" jsonschema:"the new thread; it must hold no record"`
+	From   string         `json:"from,omitempty" jsonschema:"the checkpoint to fork from (id, end of id, or name); default the latest"`
+	Set    map[string]any `json:"set,omitempty" jsonschema:"changes to the copied state, by path (a.b)"`
+	Actor  string         `json:"actor,omitempty" jsonschema:"who forks (a DID); default the server's actor"`
+}
+
+func (t tools) fork(ctx context.Context, _ *mcp.CallToolRequest, in ForkInput) (*mcp.CallToolResult, wire.Fork, error) {
+	if err := records.CheckThread(in.Thread); err != nil {
+		return nil, wire.Fork{}, err
+	}
+	fr := sdk.ForkRequest{From: in.From, To: in.To, Actor: t.actorOr(in.Actor)}
+	for _, p := range slices.Sorted(maps.Keys(in.Set)) {
+		v, err := json.Marshal(in.Set[p])
+		if err != nil {
+			return nil, wire.Fork{}, &records.FieldError{Field: "set." + p, Rule: err.Error()}
+		}
+		fr.Set = append(fr.Set, sdk.StateSet{Path: p, Value: v})
+	}
+	f, err := t.c.Fork(ctx, in.Thread, fr)
+	if err != nil && f.Checkpoint.Record.Record == nil {
+		return nil, wire.Fork{}, explain(err)
+	}
+	j, werr := f.Wire()
+	if werr != nil {
+		return nil, wire.Fork{}, werr
+	}
+	text := fmt.Sprintf("forked %s from %s into %s: first checkpoint %s\n", in.Thread, f.From.ID, in.To, f.Checkpoint.ID)
+	if err != nil {
+		text += fmt.Sprintf("(the fork is made; its note on %s was not: %v)\n", in.Thread, err)
+	}
 	return textResult(text, j), j, nil
 }
 

@@ -85,7 +85,8 @@ func TestToolsSaveAndReadBack(t *testing.T) {
 	for _, tool := range tl.Tools {
 		names[tool.Name] = tool
 	}
-	for _, n := range []string{"save_checkpoint", "latest_checkpoint", "list_session_checkpoints", "inspect_checkpoint", "list_resumable_sessions", "resume_session", "emit", "thread_tail", "list_runs", "get_run"} {
+	for _, n := range []string{"save_checkpoint", "latest_checkpoint", "list_session_checkpoints", "inspect_checkpoint", "list_resumable_sessions",
+		"resume_session", "fork_session", "diff_checkpoints", "emit", "thread_tail", "list_runs", "get_run", "cancel_run"} {
 		if names[n] == nil {
 			t.Errorf("tool %s missing", n)
 		}
@@ -119,6 +120,18 @@ func TestToolsSaveAndReadBack(t *testing.T) {
 	// A failed session, resumed with a change to its memory.
 	if res, _ := call(t, cs, "emit", map[string]any{"thread": "th_mcp", "act": "LEARN", "kind": "agent.session.failed", "body": map[string]any{"error": "boom", "node": "n1"}}); res.IsError {
 		t.Logf("emit of a failure event: %s", text(res))
+	}
+	// A fork with a change to its state, and the diff of the two.
+	res, fk := call(t, cs, "fork_session", map[string]any{"thread": "th_mcp", "to": "th_mcp_fork", "set": map[string]any{"plan": "b"}})
+	if res.IsError || fk == nil {
+		t.Fatalf("fork_session: %s", text(res))
+	}
+	if res, _ := call(t, cs, "diff_checkpoints", map[string]any{"thread": "th_mcp", "a": "auth-done", "b_thread": "th_mcp_fork",
+		"b": fk["checkpoint"].(map[string]any)["id"]}); res.IsError || !strings.Contains(text(res), "plan") {
+		t.Fatalf("diff_checkpoints: %s", text(res))
+	}
+	if res, _ := call(t, cs, "fork_session", map[string]any{"thread": "th_mcp", "to": "th_mcp_fork"}); !res.IsError {
+		t.Fatal("fork into a thread that holds records: not refused")
 	}
 	res, rc := call(t, cs, "resume_session", map[string]any{"thread": "th_mcp", "set": map[string]any{"retry": true}})
 	if res.IsError || rc["resumed_from"] != saved["id"] {
