@@ -536,17 +536,21 @@ export class Client {
 /**
  * connect resolves to a client of spl serve: options.url, else $SPL_URL,
  * else the local spl of the data directory (started through the spl
- * binary when none answers). The token (options.token, else $SPL_TOKEN)
- * is sent as `Authorization: Bearer …`; the actor (options.actor, else
- * $SPL_ACTOR) is the actor of what the client writes.
+ * binary when none answers). The token (options.token, else $SPL_TOKEN
+ * with a URL, else the local server's own) is sent as `Authorization:
+ * Bearer …`; the actor (options.actor, else $SPL_ACTOR) is the actor of
+ * what the client writes.
  */
 export async function connect(options: ConnectOptions = {}): Promise<Client> {
-  let token = options.token ?? process.env.SPL_TOKEN ?? undefined;
+  let token = options.token;
   const actor = options.actor ?? process.env.SPL_ACTOR ?? undefined;
   let url = options.url ?? process.env.SPL_URL;
-  if (!url) {
+  if (url) {
+    token ??= process.env.SPL_TOKEN || undefined;
+  } else {
     url = await localURL({ home: options.home, bin: options.splBinary });
-    // The local server's own credentials, which its user may read.
+    // The local server's own credentials, which its user may read:
+    // $SPL_TOKEN is another server's (it goes with $SPL_URL).
     token ??= await localToken(options.home);
   }
   const c = new Client(url, { token, actor, maxInFlight: options.maxInFlight, coalesce: options.coalesce });

@@ -415,14 +415,17 @@ async def connect(url: str | None = None, *, token: str | None = None, actor: st
                   spl_binary: str | None = None, max_in_flight: int = 64, coalesce: bool = True) -> Client:
     """A client of spl serve: url, else $SPL_URL, else the local spl of the
     data directory (started through the spl binary when none answers). The
-    token (else $SPL_TOKEN) is sent as ``Authorization: Bearer …``; the
-    actor (else $SPL_ACTOR) is the actor of what the client writes."""
-    token = token or os.environ.get("SPL_TOKEN") or None
+    token (else $SPL_TOKEN with a URL, else the local server's own) is sent
+    as ``Authorization: Bearer …``; the actor (else $SPL_ACTOR) is the
+    actor of what the client writes."""
     actor = actor or os.environ.get("SPL_ACTOR") or None
     url = url or os.environ.get("SPL_URL")
-    if not url:
+    if url:
+        token = token or os.environ.get("SPL_TOKEN") or None
+    else:
         url = await local_url(home, spl_binary)
-        # The local server's own credentials, which its user may read.
+        # The local server's own credentials, which its user may read:
+        # $SPL_TOKEN is another server's (it goes with $SPL_URL).
         token = token or local_token(home)
     c = Client(url, token, actor, max_in_flight, coalesce)
     try:
