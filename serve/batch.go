@@ -42,11 +42,12 @@ type batchResult struct {
 	Error  string       `json:"error,omitempty"`
 	Field  string       `json:"field,omitempty"`
 	Rule   string       `json:"rule,omitempty"`
+	Clock  *uint64      `json:"clock,omitempty"` // the thread's clock, for a refused conditional append
 }
 
 // errorResult is the result of an item refused with e.
 func errorResult(code int, e wire.Error) batchResult {
-	return batchResult{Status: code, Error: e.Error, Field: e.Field, Rule: e.Rule}
+	return batchResult{Status: code, Error: e.Error, Field: e.Field, Rule: e.Rule, Clock: e.Clock}
 }
 
 func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
@@ -158,6 +159,12 @@ func (s *Server) batchEvent(r *http.Request, item json.RawMessage) (sdk.Event, b
 	if e, ok := decodeStrict(item, &req); !ok {
 		s.m.refused.WithLabelValues("bad_json").Inc()
 		return sdk.Event{}, errorResult(http.StatusBadRequest, e), false
+	}
+	if req.ExpectedClock != nil {
+		// Never ignored in silence: a batch's records land together.
+		s.m.refused.WithLabelValues("invalid").Inc()
+		return sdk.Event{}, errorResult(http.StatusBadRequest, wire.Error{Error: "expected_clock: not taken in a batch",
+			Field: "expected_clock", Rule: "send a conditional append alone, to POST /v1/records"}), false
 	}
 	ev, err := s.emitEvent(&req)
 	if err != nil {

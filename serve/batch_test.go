@@ -202,3 +202,42 @@ func TestBatchReadToken(t *testing.T) {
 		t.Fatalf("code=%d %+v, want 403", code, e)
 	}
 }
+
+// An append with expected_clock lands only while its thread is at that
+// clock (0: no record yet); else 409 naming the clock it is at, and
+// nothing is stored. A batch does not take it.
+func TestExpectedClock(t *testing.T) {
+	s := start(t, Config{})
+	b := base(s)
+	emit := func(expected string) (int, wire.Record, wire.Error) {
+		body := `{"thread":"th_cas","act":"DO","kind":"agent.step","actor":"` + actor + `","body":{"n":1}` + expected + `}`
+		var raw json.RawMessage
+		code := call(t, "POST", b+"/v1/records", body, &raw)
+		var rec wire.Record
+		var e wire.Error
+		_ = json.Unmarshal(raw, &rec)
+		_ = json.Unmarshal(raw, &e)
+		return code, rec, e
+	}
+	code, first, _ := emit(`,"expected_clock":0`)
+	if code != http.StatusCreated {
+		t.Fatalf("expected_clock 0 on a new thread: %d", code)
+	}
+	code, _, e := emit(`,"expected_clock":0`)
+	if code != http.StatusConflict || e.Field != "expected_clock" || e.Clock == nil || *e.Clock != first.Clock {
+		t.Fatalf("expected_clock 0 on a thread at %d: %d %+v, want 409 with clock %d", first.Clock, code, e, first.Clock)
+	}
+	code, second, _ := emit(fmt.Sprintf(`,"expected_clock":%d`, first.Clock))
+	if code != http.StatusCreated || second.Prev == nil || *second.Prev != first.ID {
+		t.Fatalf("expected_clock at the thread's clock: %d %+v", code, second)
+	}
+	var q queryResponse
+	if call(t, "GET", b+"/v1/threads/th_cas/records", "", &q); len(q.Records) != 2 {
+		t.Fatalf("%d records stored, want 2: a refused conditional append stored something", len(q.Records))
+	}
+	var resp batchResponse
+	item := `{"thread":"th_cas","act":"DO","kind":"agent.step","actor":"` + actor + `","body":{},"expected_clock":9}`
+	if code := call(t, "POST", b+"/v1/records/batch", batchOf(item), &resp); code != http.StatusOK || resp.Results[0].Status != 400 || resp.Results[0].Field != "expected_clock" {
+		t.Fatalf("batch item with expected_clock: %d %+v", code, resp)
+	}
+}

@@ -178,7 +178,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 func (s *Server) classify(r *http.Request, err error) (int, wire.Error) {
 	var fe *records.FieldError
 	var ce *ConfigError // a bad query parameter
+	var tm *sdk.ThreadMovedError
 	switch {
+	case errors.As(err, &tm):
+		return http.StatusConflict, wire.Error{Error: err.Error(), Field: "expected_clock",
+			Rule: fmt.Sprintf("the clock of the thread's newest record: %d", tm.Current), Clock: &tm.Current}
 	case errors.Is(err, records.ErrCorrupt):
 		// Before the field errors: a stored message that does not verify
 		// may wrap the field error of its damaged part.
@@ -244,6 +248,10 @@ type emitRequest struct {
 	Actor  string          `json:"actor"`
 	TS     *int64          `json:"ts"`
 	Body   json.RawMessage `json:"body"`
+	// ExpectedClock makes the append conditional: it lands only while the
+	// thread's newest record is at this clock (0: the thread has none),
+	// else 409 with the clock it is at (sdk.Client.AppendEventIf).
+	ExpectedClock *uint64 `json:"expected_clock"`
 
 	// A record its author signed (docs/http-api.md, "Signed records"):
 	// the standard base64 of the Ed25519 signature over the record's
@@ -342,13 +350,18 @@ func (s *Server) handleEmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	rc, err := l.AppendEvent(r.Context(), ev)
+	var rc sdk.Record
+	if req.ExpectedClock != nil {
+		rc, err = l.AppendEventIf(r.Context(), ev, *req.ExpectedClock)
+	} else {
+		rc, err = l.AppendEvent(r.Context(), ev)
+	}
 	res := s.appended(r, rc, err, time.Since(start))
 	if res.Record == nil {
 		if res.Status == http.StatusServiceUnavailable {
 			s.logger.Warn("storage unavailable", "path", r.URL.Path, "err", err)
 		}
-		writeJSON(w, res.Status, wire.Error{Error: res.Error, Field: res.Field, Rule: res.Rule})
+		writeJSON(w, res.Status, wire.Error{Error: res.Error, Field: res.Field, Rule: res.Rule, Clock: res.Clock})
 		return
 	}
 	writeJSON(w, http.StatusCreated, res.Record)

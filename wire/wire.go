@@ -175,4 +175,7 @@ type Error struct {
 	Error string `json:"error"`
 	Field string `json:"field,omitempty"`
 	Rule  string `json:"rule,omitempty"`
+	// Clock is the thread's newest clock, for a conditional append
+	// refused because the thread had moved on (409 on expected_clock).
+	Clock *uint64 `json:"clock,omitempty"`
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,12 +21,17 @@ const maxBodyInput = 8 * records.MaxEncodedSize
 
 func newEmitCommand(a *app) *cobra.Command {
 	var thread, act, kind, body, bodyFile, actor string
+	var expect uint64
 	cmd := &cobra.Command{
 		Use:   "emit --thread THREAD --act ACT --kind KIND (--body JSON | --body-file FILE) [flags]",
 		Short: "Append one record to a thread",
 		Long: `Append one record to a thread. The body is a JSON object, given inline
 (--body) or read from a file (--body-file, "-" for standard input); it is
-stored as canonical CBOR. Prints the new record's id and clock.`,
+stored as canonical CBOR. Prints the new record's id and clock.
+
+With --expect-clock N the append is conditional: it lands only while the
+thread's newest record is at clock N (0: the thread has none); else
+nothing is appended and it exits 1 naming the clock the thread is at.`,
 		Example: `  spl emit --thread th_1 --act KNOW --kind agent.step --body '{"step": 1, "tool": "grep"}'
   echo '{"step": 2}' | spl emit --thread th_1 --act KNOW --kind agent.step --body-file -`,
 		Args: cobra.NoArgs,
@@ -54,11 +60,19 @@ stored as canonical CBOR. Prints the new record's id and clock.`,
 			}
 
 			return a.withClient(cmd, "emit", func(ctx context.Context, c *sdk.Client) error {
-				r, err := c.Emit(ctx, sdk.Event{
-					Act: act, Kind: kind, Thread: thread, Actor: actor, Time: now,
-					Body: records.RawBody(cbor),
-				})
-				if err != nil {
+				ev := sdk.Event{Act: act, Kind: kind, Thread: thread, Actor: actor, Time: now, Body: records.RawBody(cbor)}
+				var r sdk.Receipt
+				if cmd.Flags().Changed("expect-clock") {
+					rec, err := c.AppendEventIf(ctx, ev, expect)
+					var tm *sdk.ThreadMovedError
+					if errors.As(err, &tm) {
+						return usagef("emit: --expect-clock %d: thread %q is at clock %d; nothing appended", expect, thread, tm.Current)
+					}
+					if err != nil {
+						return fmt.Errorf("emit: %w", err)
+					}
+					r = sdk.Receipt{ID: rec.ID, Clock: rec.Clock}
+				} else if r, err = c.Emit(ctx, ev); err != nil {
 					return fmt.Errorf("emit: %w", err)
 				}
 				return a.writeReceipt(cmd, r, receiptJSON{Thread: thread, Act: act, Kind: kind, Actor: actor})
@@ -72,6 +86,7 @@ stored as canonical CBOR. Prints the new record's id and clock.`,
 	f.StringVar(&body, "body", "", "body as a JSON object")
 	f.StringVar(&bodyFile, "body-file", "", `read the JSON body from a file ("-": standard input)`)
 	f.StringVar(&actor, "actor", "", "actor DID (default $SPL_ACTOR)")
+	f.Uint64Var(&expect, "expect-clock", 0, "append only while the thread's newest record is at this clock (0: the thread has none)")
 	for _, name := range []string{"thread", "act", "kind"} {
 		_ = cmd.MarkFlagRequired(name)
 	}

@@ -128,3 +128,23 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("spl --version:\n%s\nwant what spl version prints:\n%s", f, v)
 	}
 }
+
+// spl emit --expect-clock appends only at the thread's clock, and says
+// where the thread is otherwise.
+func TestEmitExpectClock(t *testing.T) {
+	home := t.TempDir()
+	emit := func(expect string) result {
+		return spl(t, home, "", "--json", "emit", "--thread", "th_cas", "--act", "DO", "--kind", "agent.step", "--body", `{"n":1}`,
+			"--actor", seedActor, "--expect-clock", expect)
+	}
+	if r := emit("0"); r.code != ExitOK {
+		t.Fatalf("--expect-clock 0 on a new thread: exit %d %s", r.code, r.stderr)
+	}
+	r := emit("0")
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "is at clock 1; nothing appended") {
+		t.Fatalf("--expect-clock 0 on a thread at 1: exit %d %q", r.code, r.stderr)
+	}
+	if r := emit("1"); r.code != ExitOK {
+		t.Fatalf("--expect-clock 1: exit %d %s", r.code, r.stderr)
+	}
+}

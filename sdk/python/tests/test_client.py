@@ -83,6 +83,20 @@ class ClientTest(unittest.IsolatedAsyncioTestCase):
         with self.assertRaises(spl.NotFoundError):
             await self.client.latest_checkpoint(fresh("th_none"))
 
+    async def test_conditional_append(self):
+        client, thread = self.client, fresh("th_cas")
+        # Emits of one moment: the conditional one goes alone, in its place.
+        first, second = await asyncio.gather(
+            client.emit(act="DO", kind="agent.step", body={"n": 1}, thread=thread),
+            client.emit(act="DO", kind="agent.step", body={"n": 2}, thread=thread, expected_clock=0),
+            return_exceptions=True)
+        self.assertIsInstance(second, spl.ConflictError)
+        self.assertEqual(second.field, "expected_clock")
+        self.assertEqual(second.clock, first.clock)
+        third = await client.emit(act="DO", kind="agent.step", body={"n": 3}, thread=thread, expected_clock=first.clock)
+        self.assertEqual(third.prev, first.id)
+        self.assertEqual([r.stored_body["n"] for r in await client.query_thread(thread=thread)], [1, 3])
+
     async def test_follow(self):
         thread = fresh("th_follow")
         got = []

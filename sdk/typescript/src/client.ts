@@ -39,6 +39,12 @@ export interface EmitInput {
   actor?: string;
   /** Unix milliseconds; the server's clock when absent. */
   ts?: number;
+  /**
+   * Makes the append conditional: it lands only while the thread's newest
+   * record is at this clock (0: the thread has none); else a
+   * ConflictError whose clock is where the thread is.
+   */
+  expectedClock?: number;
 }
 
 type Body = Record<string, any>;
@@ -239,8 +245,10 @@ export class Client {
    * records of one thread land in the order of the calls.
    */
   emit(ev: EmitInput): Promise<SplRecord> {
-    const item = { thread: ev.thread, act: ev.act, kind: ev.kind, actor: ev.actor ?? this.actor, ts: ev.ts, body: ev.body };
-    if (!this.coalesce) {
+    const item = { thread: ev.thread, act: ev.act, kind: ev.kind, actor: ev.actor ?? this.actor, ts: ev.ts, body: ev.body,
+      expected_clock: ev.expectedClock };
+    if (!this.coalesce || ev.expectedClock !== undefined) {
+      // A conditional append goes alone: a batch does not take one.
       try {
         return this.emitAlone(JSON.stringify(item));
       } catch (err) {

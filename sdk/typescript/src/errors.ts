@@ -6,12 +6,15 @@ export class SplError extends Error {
   readonly status: number;
   readonly field?: string;
   readonly rule?: string;
-  constructor(status: number, message: string, field?: string, rule?: string) {
+  /** For a conditional append refused (409 on expected_clock): the clock the thread is at. */
+  readonly clock?: number;
+  constructor(status: number, message: string, field?: string, rule?: string, clock?: number) {
     super(message);
     this.name = new.target.name;
     this.status = status;
     this.field = field;
     this.rule = rule;
+    this.clock = clock;
   }
 }
 /** 400 (and 413): invalid input, nothing was written; field and rule say what. */
@@ -28,9 +31,9 @@ export class ConflictError extends SplError {}
 export class UnavailableError extends SplError {}
 
 /** errorOf maps an error answer to its class. */
-export function errorOf(status: number, body: { error?: string; field?: string; rule?: string } | undefined): SplError {
+export function errorOf(status: number, body: { error?: string; field?: string; rule?: string; clock?: number } | undefined): SplError {
   const msg = body?.error ?? `HTTP ${status}`;
-  const args = [status, msg, body?.field, body?.rule] as const;
+  const args = [status, msg, body?.field, body?.rule, body?.clock] as const;
   switch (status) {
     case 400: case 413: return new InvalidError(...args);
     case 401: return new UnauthorizedError(...args);

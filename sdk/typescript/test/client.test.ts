@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
-import { connect, InvalidError, NotFoundError, type Client } from "../src/index.js";
+import { ConflictError, connect, InvalidError, NotFoundError, type Client } from "../src/index.js";
 
 const actor = "did:sync:agent:dev";
 let client: Client;
@@ -186,5 +186,19 @@ describe("emits of one moment, coalesced", () => {
     } finally {
       await c.close();
     }
+  });
+});
+
+describe("conditional appends", () => {
+  it("lands at the expected clock, and is refused with the thread's clock otherwise", async () => {
+    const thread = fresh("th_cas");
+    const first = await client.emit({ act: "DO", kind: "agent.step", thread, body: { n: 1 }, expectedClock: 0 });
+    const err = await client.emit({ act: "DO", kind: "agent.step", thread, body: { n: 2 }, expectedClock: 0 }).catch((e) => e);
+    expect(err).toBeInstanceOf(ConflictError);
+    expect(err.field).toBe("expected_clock");
+    expect(err.clock).toBe(first.clock);
+    const second = await client.emit({ act: "DO", kind: "agent.step", thread, body: { n: 3 }, expectedClock: first.clock });
+    expect(second.prev).toBe(first.id);
+    expect((await client.query_thread({ thread })).map((r) => r.storedBody.n)).toEqual([1, 3]);
   });
 });

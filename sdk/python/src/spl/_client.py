@@ -125,14 +125,20 @@ class Client:
     def _t(thread: str, rest: str) -> str:
         return f"/v1/threads/{quote(thread, safe='')}/{rest}"
 
-    async def emit(self, *, act: str, kind: str, body: dict, thread: str, actor: str | None = None, ts: int | None = None) -> Record:
+    async def emit(self, *, act: str, kind: str, body: dict, thread: str, actor: str | None = None, ts: int | None = None,
+                   expected_clock: int | None = None) -> Record:
         """Appends one record; returns once it is durable (fsynced). The
         emits of one moment go as one request (see Client); each raises
         its own error (InvalidError naming the field and rule), and the
-        records of one thread land in the order of the calls."""
+        records of one thread land in the order of the calls. With
+        expected_clock, the record lands only while the thread's newest
+        record is at that clock (0: the thread has none); else
+        ConflictError, whose clock is where the thread is."""
         req = {"thread": thread, "act": act, "kind": kind, "actor": actor or self.actor, "body": body}
         if ts is not None:
             req["ts"] = ts
+        if expected_clock is not None:
+            req["expected_clock"] = expected_clock
         if not self._coalesce:
             return Record(await self.request("POST", "/v1/records", req), None)
         loop = asyncio.get_running_loop()
@@ -159,6 +165,14 @@ class Client:
                 continue
             except Exception as e:  # a value json cannot encode at all
                 fut.set_exception(e)
+                continue
+            if "expected_clock" in req:
+                # A conditional append goes alone (a batch does not take
+                # one), in its place among the others.
+                if cur:
+                    batches.append(cur)
+                    cur, size = [], 0
+                batches.append([(req, fut, text)])
                 continue
             if len(cur) == _MAX_BATCH_RECORDS or (cur and size + len(text) + 1 > _MAX_BATCH_BYTES):
                 batches.append(cur)

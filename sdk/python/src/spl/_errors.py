@@ -6,9 +6,13 @@ from __future__ import annotations
 class SplError(Exception):
     """Any error answer of spl serve: status, message, and for a 400 the field and rule."""
 
-    def __init__(self, status: int, message: str, field: str | None = None, rule: str | None = None):
+    def __init__(self, status: int, message: str, field: str | None = None, rule: str | None = None,
+                 clock: int | None = None):
         super().__init__(message)
         self.status, self.message, self.field, self.rule = status, message, field, rule
+        # For a conditional append refused (409 on expected_clock): the
+        # clock the thread is at.
+        self.clock = clock
 
 
 class InvalidError(SplError):
@@ -42,4 +46,4 @@ _BY_STATUS = {400: InvalidError, 413: InvalidError, 401: UnauthorizedError, 403:
 def error_of(status: int, body) -> SplError:
     body = body if isinstance(body, dict) else {}
     cls = _BY_STATUS.get(status, SplError)
-    return cls(status, body.get("error") or f"HTTP {status}", body.get("field"), body.get("rule"))
+    return cls(status, body.get("error") or f"HTTP {status}", body.get("field"), body.get("rule"), body.get("clock"))
