@@ -13,6 +13,11 @@ import (
 	"github.com/spl-dev/spl/records"
 )
 
+// followBuffer bounds the bytes a follow buffers ahead of its reader:
+// room for one pull of the largest record with its headers (nats.go asks
+// for half the buffer a pull).
+const followBuffer = 2 * (records.MaxEncodedSize + 128<<10)
+
 // Follow yields the records of thread in clock order as they land, from
 // clock from on (from 0: the records appended after the call), until ctx
 // is done or the caller stops: it never ends by itself. Records of every
@@ -28,23 +33,29 @@ import (
 // pushes each record as it lands, with no polling. A door log, whose
 // credentials create no consumer, reads by direct gets instead, woken by
 // each record's publish (followGets).
-// followBuffer bounds the bytes a follow buffers ahead of its reader:
-// room for one pull of the largest record with its headers (nats.go asks
-// for half the buffer a pull).
-const followBuffer = 2 * (records.MaxEncodedSize + 128<<10)
-
 func (l *Log) Follow(ctx context.Context, thread string, from uint64) iter.Seq2[Entry, error] {
+	return l.follow(ctx, ThreadSubject(thread), fmt.Sprintf("%q", thread), from)
+}
+
+// FollowAll is Follow of every thread: the records of the whole log in
+// clock order as they land.
+func (l *Log) FollowAll(ctx context.Context, from uint64) iter.Seq2[Entry, error] {
+	return l.follow(ctx, SubjectPrefix+".>", "the log", from)
+}
+
+// follow is Follow of the records on subject; name names them in errors.
+func (l *Log) follow(ctx context.Context, subject, name string, from uint64) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
 		if l.isClosed() {
 			yield(Entry{}, ErrClosed)
 			return
 		}
 		if l.door != nil {
-			l.followGets(ctx, thread, from, yield)
+			l.followGets(ctx, subject, name, from, yield)
 			return
 		}
 		cfg := jetstream.OrderedConsumerConfig{
-			FilterSubjects: []string{ThreadSubject(thread)},
+			FilterSubjects: []string{subject},
 			DeliverPolicy:  jetstream.DeliverNewPolicy,
 		}
 		if from > 0 {
@@ -53,7 +64,7 @@ func (l *Log) Follow(ctx context.Context, thread string, from uint64) iter.Seq2[
 		cons, err := l.c.JS.OrderedConsumer(ctx, l.opts.Stream, cfg)
 		if err != nil {
 			if ctx.Err() == nil {
-				yield(Entry{}, fmt.Errorf("follow %q: %w", thread, err))
+				yield(Entry{}, fmt.Errorf("follow %s: %w", name, err))
 			}
 			return
 		}
@@ -63,7 +74,7 @@ func (l *Log) Follow(ctx context.Context, thread string, from uint64) iter.Seq2[
 		// process's memory, however large the records.
 		msgs, err := cons.Messages(jetstream.PullMaxBytes(followBuffer))
 		if err != nil {
-			yield(Entry{}, fmt.Errorf("follow %q: %w", thread, err))
+			yield(Entry{}, fmt.Errorf("follow %s: %w", name, err))
 			return
 		}
 		defer msgs.Stop()
@@ -74,12 +85,12 @@ func (l *Log) Follow(ctx context.Context, thread string, from uint64) iter.Seq2[
 				if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 					return
 				}
-				yield(Entry{}, fmt.Errorf("follow %q: %w", thread, err))
+				yield(Entry{}, fmt.Errorf("follow %s: %w", name, err))
 				return
 			}
 			md, err := m.Metadata()
 			if err != nil {
-				yield(Entry{}, fmt.Errorf("follow %q: %w", thread, err))
+				yield(Entry{}, fmt.Errorf("follow %s: %w", name, err))
 				return
 			}
 			e, err := DecodeMessage(m.Subject(), md.Sequence.Stream, m.Headers(), m.Data())
@@ -102,16 +113,16 @@ const followPoll = 2 * time.Second
 // consumer: a subscription to the thread's subject (the records as they
 // are published) only wakes it, and it reads what landed since by direct
 // gets, in clock order, so that nothing is missed or yielded twice.
-func (l *Log) followGets(ctx context.Context, thread string, from uint64, yield func(Entry, error) bool) {
+func (l *Log) followGets(ctx context.Context, subject, name string, from uint64, yield func(Entry, error) bool) {
 	wake := make(chan struct{}, 1)
-	sub, err := l.c.NC.Subscribe(ThreadSubject(thread), func(*nats.Msg) {
+	sub, err := l.c.NC.Subscribe(subject, func(*nats.Msg) {
 		select {
 		case wake <- struct{}{}:
 		default:
 		}
 	})
 	if err != nil {
-		yield(Entry{}, fmt.Errorf("follow %q: %w", thread, err))
+		yield(Entry{}, fmt.Errorf("follow %s: %w", name, err))
 		return
 	}
 	defer func() { _ = sub.Unsubscribe() }()
@@ -119,7 +130,7 @@ func (l *Log) followGets(ctx context.Context, thread string, from uint64, yield 
 		last, err := l.LastClock(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
-				yield(Entry{}, fmt.Errorf("follow %q: %w", thread, err))
+				yield(Entry{}, fmt.Errorf("follow %s: %w", name, err))
 			}
 			return
 		}
@@ -129,7 +140,7 @@ func (l *Log) followGets(ctx context.Context, thread string, from uint64, yield 
 	defer t.Stop()
 	for {
 		cont := true
-		err := l.scan(ctx, ThreadSubject(thread), from, 0, readPage, func(m stored) bool {
+		err := l.scan(ctx, subject, from, 0, readPage, func(m stored) bool {
 			e, err := m.decode()
 			if err != nil {
 				e = Entry{Clock: m.clock}
@@ -142,7 +153,7 @@ func (l *Log) followGets(ctx context.Context, thread string, from uint64, yield 
 			return
 		}
 		if err != nil {
-			yield(Entry{}, fmt.Errorf("follow %q: %w", thread, err))
+			yield(Entry{}, fmt.Errorf("follow %s: %w", name, err))
 			return
 		}
 		select {

@@ -219,6 +219,20 @@ func (c *Client) Follow(ctx context.Context, thread string, from uint64) iter.Se
 	}
 }
 
+// FollowAll is Follow of every thread: the records of the whole log, in
+// clock order, as they land (from 0: those appended after the call).
+func (c *Client) FollowAll(ctx context.Context, from uint64) iter.Seq2[Record, error] {
+	return func(yield func(Record, error) bool) {
+		ctx, cancel := c.bound(ctx)
+		defer cancel()
+		for e, err := range c.log.FollowAll(ctx, from) {
+			if !yield(Record{ID: e.ID, Clock: e.Clock, Record: e.Record}, err) {
+				return
+			}
+		}
+	}
+}
+
 // ProjectionNames are the projections of a Client, for status and
 // rebuild.
 func ProjectionNames() []string { return []string{ProjectionIndex} }

@@ -39,6 +39,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/threads/{thread}/records", s.handleQuery)
 	mux.HandleFunc("GET /v1/threads/{thread}/checkpoint", s.handleCheckpoint)
 	mux.HandleFunc("GET /v1/threads/{thread}/events", s.handleTail)
+	mux.HandleFunc("GET /v1/events", s.handleTailAll)
 	s.sessionRoutes(mux)
 	mux.HandleFunc("GET /v1/threads/{thread}/checkpoints", s.handleCheckpoints)
 	mux.HandleFunc("GET /v1/threads/{thread}/lineage", s.handleLineage)

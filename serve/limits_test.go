@@ -256,3 +256,45 @@ func TestTailCutsOffAStalledReader(t *testing.T) {
 		}
 	}
 }
+
+// GET /v1/events tails every thread, in clock order, and resumes from the
+// Last-Event-ID a reconnecting client sends.
+func TestTailAllThreads(t *testing.T) {
+	s := start(t, Config{})
+	b := base(s)
+	for i, th := range []string{"th_a", "th_b", "th_a"} {
+		if code := call(t, "POST", b+"/v1/records", emitBody(th, "DO", "agent.step", fmt.Sprintf(`{"i":%d}`, i)), nil); code != 201 {
+			t.Fatalf("emit: %d", code)
+		}
+	}
+	tail := func(h http.Header, q string) <-chan sseEvent {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		req, _ := http.NewRequestWithContext(ctx, "GET", b+"/v1/events"+q, nil)
+		for k, v := range h {
+			req.Header[k] = v
+		}
+		resp, err := authClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET /v1/events: %v %v", resp, err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return readEvents(resp.Body, false)
+	}
+	ev := tail(nil, "?from=1")
+	for i, want := range []string{`"thread":"th_a"`, `"thread":"th_b"`, `"thread":"th_a"`} {
+		if e := next(t, ev, true); e.id != fmt.Sprint(i+1) || !strings.Contains(e.data, want) {
+			t.Fatalf("event %d: %+v, want clock %d on %s", i, e, i+1, want)
+		}
+	}
+	// A record appended now reaches the open tail.
+	if code := call(t, "POST", b+"/v1/records", emitBody("th_c", "DO", "agent.step", `{}`), nil); code != 201 {
+		t.Fatalf("emit: %d", code)
+	}
+	if e := next(t, ev, true); e.id != "4" || !strings.Contains(e.data, `"thread":"th_c"`) {
+		t.Fatalf("live event: %+v", e)
+	}
+	if e := next(t, tail(http.Header{"Last-Event-ID": {"2"}}, ""), true); e.id != "3" {
+		t.Fatalf("resumed after 2: %+v, want clock 3", e)
+	}
+}

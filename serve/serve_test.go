@@ -702,7 +702,7 @@ func TestAPIDocumented(t *testing.T) {
 			documented = append(documented, strings.TrimSuffix(strings.TrimSpace(line), ":"))
 		}
 	}
-	routes := []string{"/v1/records", "/v1/records/batch", "/v1/threads", "/v1/threads/{thread}/records", "/v1/threads/{thread}/checkpoint", "/v1/threads/{thread}/events",
+	routes := []string{"/v1/records", "/v1/records/batch", "/v1/threads", "/v1/threads/{thread}/records", "/v1/threads/{thread}/checkpoint", "/v1/threads/{thread}/events", "/v1/events",
 		"/v1/threads/{thread}/checkpoints", "/v1/threads/{thread}/lineage", "/v1/threads/{thread}/diff",
 		"/v1/threads/{thread}/fork", "/v1/threads/{thread}/pause", "/v1/threads/{thread}/resume", "/v1/sessions",
 		"/v1/threads/{thread}/prune", "/v1/runs", "/v1/runs/{run}", "/v1/runs/{run}/cancel",

@@ -35,13 +35,23 @@ const tailBuffer = 4
 // is cut off. A tail holds at most tailBuffer records and the follow's
 // buffer (two of the largest records) of the server's memory.
 func (s *Server) handleTail(w http.ResponseWriter, r *http.Request) {
+	s.tail(w, r, r.PathValue("thread"))
+}
+
+// handleTailAll is handleTail of every thread (GET /v1/events): the
+// records of the whole log, in clock order, each event's id its clock.
+func (s *Server) handleTailAll(w http.ResponseWriter, r *http.Request) {
+	s.tail(w, r, "")
+}
+
+// tail streams the records of thread, or of every thread when it is "".
+func (s *Server) tail(w http.ResponseWriter, r *http.Request, thread string) {
 	l := s.liveLog(w)
 	if l == nil {
 		return
 	}
-	thread := r.PathValue("thread")
 	from, err := uintParam(r.URL.Query(), "from", 0, 0, maxClock)
-	if err == nil {
+	if err == nil && thread != "" {
 		err = records.CheckThread(thread)
 	}
 	if err != nil {
@@ -85,7 +95,11 @@ func (s *Server) handleTail(w http.ResponseWriter, r *http.Request) {
 		// with the Last-Event-ID of the last record it took.
 		stall := time.NewTimer(s.cfg.HTTPWriteTimeout)
 		defer stall.Stop()
-		for rec, err := range l.Follow(ctx, thread, from) {
+		follow := l.FollowAll(ctx, from)
+		if thread != "" {
+			follow = l.Follow(ctx, thread, from)
+		}
+		for rec, err := range follow {
 			stall.Reset(s.cfg.HTTPWriteTimeout)
 			select {
 			case msgs <- followed{rec, err}:
@@ -105,7 +119,11 @@ func (s *Server) handleTail(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	if _, err := fmt.Fprintf(w, ": tail of %q from clock %d\n\n", thread, from); err != nil {
+	of := "every thread"
+	if thread != "" {
+		of = strconv.Quote(thread)
+	}
+	if _, err := fmt.Fprintf(w, ": tail of %s from clock %d\n\n", of, from); err != nil {
 		return
 	}
 	if err := rc.Flush(); err != nil {
