@@ -163,6 +163,10 @@ type Config struct {
 	// listener's backlog until one closes; the timeouts above bound how long
 	// that takes.
 	HTTPMaxConns int
+	// IdleExit, when set, makes the server exit once nobody used it for
+	// this long (idle.go): no HTTP request in flight, no NATS client but
+	// its own. The SDKs start the local server with it.
+	IdleExit time.Duration
 
 	// Projectors, when set, is called once the log is open and returns the
 	// projectors the server runs until shutdown. The projections runtime
@@ -267,6 +271,8 @@ func (c Config) validate() error {
 		return configErr("HTTPIdleTimeout", "must not be negative, got %v", c.HTTPIdleTimeout)
 	case c.HTTPMaxConns < 0:
 		return configErr("HTTPMaxConns", "must not be negative, got %d", c.HTTPMaxConns)
+	case c.IdleExit < 0 || c.IdleExit > 0 && c.IdleExit < time.Second:
+		return configErr("IdleExit", "must be 0 (never) or at least 1s, got %v", c.IdleExit)
 	}
 	if c.ClusterName != "" {
 		if err := c.checkAddr("ClusterListen", c.ClusterListen); err != nil {

@@ -298,3 +298,33 @@ func TestTailAllThreads(t *testing.T) {
 		t.Fatalf("resumed after 2: %+v, want clock 3", e)
 	}
 }
+
+// With IdleExit, the server says it is unused once no request was in
+// flight for that long, and not while a client holds a tail open.
+func TestIdleExit(t *testing.T) {
+	s := start(t, Config{IdleExit: time.Second})
+	b := base(s)
+	// A tail in flight keeps it in use.
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", b+"/v1/threads/th/events", nil)
+	resp, err := authClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.Idle():
+		t.Fatal("idle with a tail open")
+	case <-time.After(3 * time.Second):
+	}
+	cancel()
+	resp.Body.Close()
+	start := time.Now()
+	select {
+	case <-s.Idle():
+	case <-time.After(15 * time.Second):
+		t.Fatal("not idle 15 s after the last request ended")
+	}
+	if d := time.Since(start); d < time.Second/2 {
+		t.Fatalf("idle %v after the last request, want about IdleExit (1s)", d)
+	}
+}

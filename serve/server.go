@@ -65,7 +65,8 @@ type Server struct {
 	nopts *server.Options
 	own   []nats.Option // options of the in-process connection
 	ns    *server.Server
-	mcp   mcpFaces // the MCP servers of /mcp (mcp.go)
+	mcp   mcpFaces  // the MCP servers of /mcp (mcp.go)
+	idle  idleWatch // Config.IdleExit (idle.go)
 	dir   *natsio.DirLock
 	// dirToken: the NATS listener requires the data directory's token
 	// (no credentials of the config's own), the one embedded clients send.
@@ -117,6 +118,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("spl/serve: %w", err)
 	}
 	s := &Server{cfg: cfg, logger: logger, nopts: nopts, own: own, ready: make(chan struct{}), logins: newLoginStore()}
+	s.idle.idle = make(chan struct{})
 	s.reg = prometheus.NewRegistry()
 	s.m = newMetrics(s.reg, s)
 	return s, nil
@@ -267,6 +269,10 @@ func (s *Server) openLog() {
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 2*time.Second)
+	}
+	if s.cfg.IdleExit > 0 {
+		s.bgWG.Add(1)
+		go s.watchIdle() // see idle.go
 	}
 	s.bgWG.Add(1)
 	go s.keepMark() // see mark.go

@@ -119,7 +119,10 @@ signatures are checked: the write token publishes no record over NATS
 				}
 				defer removeAddrFile(addrFile)
 			}
-			<-cmd.Context().Done() // SIGINT/SIGTERM; a second signal kills
+			select {
+			case <-cmd.Context().Done(): // SIGINT/SIGTERM; a second signal kills
+			case <-s.Idle(): // --idle-exit
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 			defer cancel()
 			return s.Shutdown(ctx)
@@ -160,6 +163,7 @@ signatures are checked: the write token publishes no record over NATS
 	f.DurationVar(&cfg.HTTPWriteTimeout, "http-write-timeout", serve.DefaultHTTPWriteTimeout, "bound on writing one HTTP answer (an SSE tail: on each write)")
 	f.DurationVar(&cfg.HTTPIdleTimeout, "http-idle-timeout", serve.DefaultHTTPIdleTimeout, "bound on a keep-alive HTTP connection's wait for its next request")
 	f.IntVar(&cfg.HTTPMaxConns, "http-max-conns", serve.DefaultHTTPMaxConns, "HTTP connections open at once; more wait in the listen backlog")
+	f.DurationVar(&cfg.IdleExit, "idle-exit", 0, "exit once nobody used the server for this long: no HTTP request, no NATS client but its own (0: never)")
 	f.StringVar(&addrFile, "http-addr-file", "", "write the HTTP API's bound host:port to this file once listening (for --http 127.0.0.1:0); removed on shutdown")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -176,7 +180,7 @@ var serveFlags = map[string]string{
 	"NATSConfigFile": "--nats-config", "Token": "--token", "User": "--user", "Password": "--password",
 	"NKeys": "--nkey", "TLSCert": "--tls-cert", "TLSKey": "--tls-key", "TLSCA": "--tls-ca",
 	"TLSVerify": "--tls-verify", "ShutdownTimeout": "--shutdown-timeout", "Timeout": "--request-timeout",
-	"HTTPReadTimeout": "--http-read-timeout", "HTTPWriteTimeout": "--http-write-timeout",
+	"HTTPReadTimeout": "--http-read-timeout", "HTTPWriteTimeout": "--http-write-timeout", "IdleExit": "--idle-exit",
 	"HTTPIdleTimeout": "--http-idle-timeout", "HTTPMaxConns": "--http-max-conns",
 	"InsecureNoAuth": "--insecure-no-auth", "HTTPToken": "--http-token-file", "HTTPReadToken": "--http-read-token-file",
 	"HTTPTLSCert": "--http-tls-cert", "HTTPTLSKey": "--http-tls-key", "HTTPClientCA": "--http-client-ca",

@@ -17,6 +17,9 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 
 export const ADDR_FILE = "serve-http.addr";
+// The server the SDK starts exits once nobody used it this long
+// (spl serve --idle-exit): it serves the next session, not the night.
+const idleExit = () => process.env.SPL_IDLE_EXIT || "10m";
 const PROOF_CONTEXT = "spl healthz proof v1\n";
 
 /** proof is what a server holding token answers to challenge (hex). */
@@ -96,7 +99,7 @@ export async function localURL(opts: { home?: string; bin?: string; timeoutMs?: 
   const known = await ready(home, deadline);
   if (known) return known;
   const bin = opts.bin ?? process.env.SPL_BIN ?? "spl";
-  const child = spawn(bin, ["serve", "--home", home, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--http-addr-file", join(home, ADDR_FILE)], {
+  const child = spawn(bin, ["serve", "--home", home, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--http-addr-file", join(home, ADDR_FILE), "--idle-exit", idleExit()], {
     detached: true,
     stdio: "ignore",
   });

@@ -22,6 +22,23 @@ describe("proof", () => {
   });
 });
 
+// running reports whether pid runs: a process that exited but that its
+// parent (this test, which spawned it) has not reaped is a zombie, and
+// does not run.
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return false;
+  }
+}
+
 async function stop(home: string, signal: NodeJS.Signals) {
   let pid: number;
   try {
@@ -31,7 +48,7 @@ async function stop(home: string, signal: NodeJS.Signals) {
     return;
   }
   for (let i = 0; i < 200; i++) { // gone, so its port and its lock are free
-    try { process.kill(pid, 0); } catch { return; }
+    if (!running(pid)) return;
     await new Promise((r) => setTimeout(r, 25));
   }
 }
@@ -58,6 +75,26 @@ describe.skipIf(!bin)("the local spl", () => {
     const again = await connect({ home, splBinary: bin, actor });
     expect((await again.query_thread({ thread: "th_local" })).map((r) => r.storedBody.summary)).toEqual(["Completed auth refactor"]);
     await again.close();
+  });
+
+  it("exits once nobody used it for its idle time", async () => {
+    const saved = process.env.SPL_IDLE_EXIT;
+    process.env.SPL_IDLE_EXIT = "1s";
+    try {
+      const c = await connect({ home, splBinary: bin, actor });
+      await c.emit({ act: "DO", kind: "agent.step", thread: "th_idle", body: { n: 1 } });
+      await c.close();
+    } finally {
+      if (saved === undefined) delete process.env.SPL_IDLE_EXIT;
+      else process.env.SPL_IDLE_EXIT = saved;
+    }
+    const pid = JSON.parse(await readFile(join(home, "server.json"), "utf8")).pid as number;
+    let alive = true;
+    for (let i = 0; i < 150 && alive; i++) { // 15 s at most
+      await new Promise((r) => setTimeout(r, 100));
+      alive = running(pid);
+    }
+    expect(alive).toBe(false);
   });
 
   it("never sends the token to a stranger on a dead server's port", async () => {

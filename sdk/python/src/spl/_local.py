@@ -24,6 +24,10 @@ import time
 from ._http import HTTP
 
 ADDR_FILE = "serve-http.addr"
+# The server the SDK starts exits once nobody used it this long
+# (spl serve --idle-exit): it serves the next session, not the night.
+def _idle_exit() -> str:
+    return os.environ.get("SPL_IDLE_EXIT") or "10m"
 PROOF_CONTEXT = b"spl healthz proof v1\n"
 
 
@@ -104,7 +108,7 @@ async def local_url(home: str | None = None, binary: str | None = None, timeout:
     # others can change: nothing is made here.
     try:
         p = subprocess.Popen([binary, "serve", "--home", home, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
-                              "--http-addr-file", os.path.join(home, ADDR_FILE)],
+                              "--http-addr-file", os.path.join(home, ADDR_FILE), "--idle-exit", _idle_exit()],
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              start_new_session=True)
     except OSError as e:
