@@ -17,9 +17,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -73,6 +75,8 @@ func New(c *sdk.Client, right Right, o Options) (*mcp.Server, error) {
 		Description: "The newest records of a thread, oldest first, each verified; optionally of one kind."}, t.tail)
 	add(s, &errs, &mcp.Tool{Name: "diff_checkpoints", Annotations: readOnly,
 		Description: "What changed between two checkpoints (of one thread, or of two: b_thread): the summary, learnings, next steps and state keys added, removed or changed."}, t.diff)
+	add(s, &errs, &mcp.Tool{Name: "search_threads", Annotations: readOnly,
+		Description: "Threads with a record by an actor, or of a kind, or active since a time; newest activity first, with their record and checkpoint counts."}, t.threads)
 	add(s, &errs, &mcp.Tool{Name: "list_runs", Annotations: readOnly,
 		Description: "Durable runs, with their status (running, terminal, failed) and newest phase."}, t.runs)
 	add(s, &errs, &mcp.Tool{Name: "get_run", Annotations: readOnly,
@@ -82,6 +86,8 @@ func New(c *sdk.Client, right Right, o Options) (*mcp.Server, error) {
 			Description: "Save a session checkpoint on a thread: what was done (summary), what was learned (learnings, at least one), what comes next (next_steps). Stored as an immutable, content-addressed record; returns its id and clock."}, t.save)
 		add(s, &errs, &mcp.Tool{Name: "resume_session", Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(false), DestructiveHint: ptr(false)},
 			Description: "Resume the session of a thread from a checkpoint (default: the latest; for a failed session the latest clean, resumable one), with changes to its shared memory. Returns the resume context and records the resume."}, t.resume)
+		add(s, &errs, &mcp.Tool{Name: "pause_session", Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(false), DestructiveHint: ptr(false)},
+			Description: "Pause the session of a thread: a pause checkpoint with each agent's recent transcript, the budget, rounds and time spent, to resume later (resume_session)."}, t.pause)
 		add(s, &errs, &mcp.Tool{Name: "fork_session", Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(false), DestructiveHint: ptr(false)},
 			Description: "Fork a thread from one of its checkpoints (default the latest) into a new, empty thread, with changes to the copied state (paths like a.b): to try another approach without touching the original."}, t.fork)
 		add(s, &errs, &mcp.Tool{Name: "cancel_run", Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(false)},
@@ -369,6 +375,83 @@ func (t tools) run(ctx context.Context, _ *mcp.CallToolRequest, in RunInput) (*m
 	}
 	text := fmt.Sprintf("run %s on %s: %s, phase %s, %d phases, %d effects\n", j.RunID, j.Thread, j.Status, j.Phase, len(j.Phases), len(j.Effects))
 	return textResult(text, j), j, nil
+}
+
+// ThreadsInput filters threads.
+type ThreadsInput struct {
+	Actor string `json:"actor,omitempty" jsonschema:"threads with a record by this actor (a DID)"`
+	Kind  string `json:"kind,omitempty" jsonschema:"threads with a record of this kind"`
+	Since string `json:"since,omitempty" jsonschema:"threads active at or after this time (RFC 3339, e.g. 2026-12-01T00:00:00Z)"`
+	Limit int    `json:"limit,omitempty" jsonschema:"at most this many; default 50"`
+}
+
+// ThreadsOutput is a list of threads.
+type ThreadsOutput struct {
+	Threads []wire.Thread `json:"threads"`
+}
+
+func (t tools) threads(ctx context.Context, _ *mcp.CallToolRequest, in ThreadsInput) (*mcp.CallToolResult, ThreadsOutput, error) {
+	f := sdk.ThreadFilter{Actor: in.Actor, Kind: in.Kind, Limit: in.Limit, Freshness: sdk.Freshness{Fresh: true}}
+	switch {
+	case in.Limit < 0:
+		return nil, ThreadsOutput{}, &records.FieldError{Field: "limit", Rule: "must be 0 (the default, 50) or more"}
+	case in.Limit == 0:
+		f.Limit = 50
+	}
+	if in.Since != "" {
+		since, err := time.Parse(time.RFC3339, in.Since)
+		if err != nil {
+			return nil, ThreadsOutput{}, &records.FieldError{Field: "since", Rule: "must be an RFC 3339 time, e.g. 2026-12-01T00:00:00Z"}
+		}
+		f.Since = since
+	}
+	ts, err := t.c.Threads(ctx, f)
+	if err != nil {
+		return nil, ThreadsOutput{}, explain(err)
+	}
+	out := ThreadsOutput{Threads: []wire.Thread{}}
+	var b strings.Builder
+	for _, th := range ts {
+		j := th.Wire()
+		out.Threads = append(out.Threads, j)
+		fmt.Fprintf(&b, "- %s: %d records, %d checkpoints, last %s by %s\n", j.Thread, j.Records, j.Checkpoints, j.LastTime, j.LastActor)
+	}
+	if len(ts) == 0 {
+		b.WriteString("no threads\n")
+	}
+	return textResult(b.String(), out), out, nil
+}
+
+// PauseInput pauses a session.
+type PauseInput struct {
+	Thread      string   `json:"thread" jsonschema:"the thread of the session"`
+	Reason      string   `json:"reason,omitempty" jsonschema:"why it pauses (a constraint, a gate, a call)"`
+	Node        string   `json:"node,omitempty" jsonschema:"the node it pauses at"`
+	BudgetSpent float64  `json:"budget_spent,omitempty" jsonschema:"budget spent so far"`
+	Rounds      uint64   `json:"rounds,omitempty" jsonschema:"rounds completed"`
+	ElapsedMs   int64    `json:"elapsed_ms,omitempty" jsonschema:"time spent in this working session, in milliseconds"`
+	Agents      []string `json:"agents,omitempty" jsonschema:"the active agents; default those the transcript names"`
+	Depth       int      `json:"depth,omitempty" jsonschema:"transcript events kept per agent; default 10"`
+	Actor       string   `json:"actor,omitempty" jsonschema:"who pauses (a DID); default the server's actor"`
+}
+
+func (t tools) pause(ctx context.Context, _ *mcp.CallToolRequest, in PauseInput) (*mcp.CallToolResult, wire.Paused, error) {
+	if err := records.CheckThread(in.Thread); err != nil {
+		return nil, wire.Paused{}, err
+	}
+	if in.ElapsedMs < 0 || in.ElapsedMs > int64(math.MaxInt64/time.Millisecond) {
+		return nil, wire.Paused{}, &records.FieldError{Field: "elapsed_ms", Rule: "must be 0 or a positive number of milliseconds"}
+	}
+	p, err := t.c.PauseSession(ctx, in.Thread, t.actorOr(in.Actor), sdk.PauseOptions{Depth: in.Depth, BudgetSpent: in.BudgetSpent,
+		Rounds: in.Rounds, Elapsed: time.Duration(in.ElapsedMs) * time.Millisecond, Agents: in.Agents, Reason: in.Reason, Node: in.Node})
+	if err != nil {
+		return nil, wire.Paused{}, explain(err)
+	}
+	j, err := p.Wire()
+	if err != nil {
+		return nil, wire.Paused{}, err
+	}
+	return textResult(fmt.Sprintf("paused %s: checkpoint %s at clock %d\n", in.Thread, j.Checkpoint, j.Clock), j), j, nil
 }
 
 // DiffInput names two checkpoints.

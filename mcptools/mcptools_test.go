@@ -86,7 +86,7 @@ func TestToolsSaveAndReadBack(t *testing.T) {
 		names[tool.Name] = tool
 	}
 	for _, n := range []string{"save_checkpoint", "latest_checkpoint", "list_session_checkpoints", "inspect_checkpoint", "list_resumable_sessions",
-		"resume_session", "fork_session", "diff_checkpoints", "emit", "thread_tail", "list_runs", "get_run", "cancel_run"} {
+		"resume_session", "pause_session", "fork_session", "diff_checkpoints", "emit", "thread_tail", "search_threads", "list_runs", "get_run", "cancel_run"} {
 		if names[n] == nil {
 			t.Errorf("tool %s missing", n)
 		}
@@ -120,6 +120,15 @@ func TestToolsSaveAndReadBack(t *testing.T) {
 	// A failed session, resumed with a change to its memory.
 	if res, _ := call(t, cs, "emit", map[string]any{"thread": "th_mcp", "act": "LEARN", "kind": "agent.session.failed", "body": map[string]any{"error": "boom", "node": "n1"}}); res.IsError {
 		t.Logf("emit of a failure event: %s", text(res))
+	}
+	if res, out := call(t, cs, "search_threads", map[string]any{"kind": "agent.session.checkpoint"}); res.IsError || len(out["threads"].([]any)) != 1 {
+		t.Fatalf("search_threads: %s", text(res))
+	}
+	if res, _ := call(t, cs, "search_threads", map[string]any{"since": "yesterday"}); !res.IsError || !strings.Contains(text(res), "since") {
+		t.Fatalf("search_threads since yesterday: %s, want a refusal naming since", text(res))
+	}
+	if res, out := call(t, cs, "pause_session", map[string]any{"thread": "th_mcp_paused", "reason": "budget", "rounds": 3}); res.IsError || out["checkpoint"] == nil {
+		t.Fatalf("pause_session: %s", text(res))
 	}
 	// A fork with a change to its state, and the diff of the two.
 	res, fk := call(t, cs, "fork_session", map[string]any{"thread": "th_mcp", "to": "th_mcp_fork", "set": map[string]any{"plan": "b"}})
