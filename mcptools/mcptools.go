@@ -357,8 +357,9 @@ func (t tools) runs(ctx context.Context, _ *mcp.CallToolRequest, in RunsInput) (
 
 // RunInput names a run.
 type RunInput struct {
-	Run    string `json:"run" jsonschema:"the run id"`
-	Thread string `json:"thread,omitempty" jsonschema:"its thread, when the run id is on several"`
+	Run     string `json:"run" jsonschema:"the run id"`
+	Thread  string `json:"thread,omitempty" jsonschema:"its thread, when the run id is on several"`
+	Outputs bool   `json:"outputs,omitempty" jsonschema:"include each effect's output as recorded"`
 }
 
 func (t tools) run(ctx context.Context, _ *mcp.CallToolRequest, in RunInput) (*mcp.CallToolResult, wire.RunDetail, error) {
@@ -366,6 +367,9 @@ func (t tools) run(ctx context.Context, _ *mcp.CallToolRequest, in RunInput) (*m
 		return nil, wire.RunDetail{}, &records.FieldError{Field: "run", Rule: "required: a run id"}
 	}
 	d, err := t.c.RunDetail(ctx, in.Thread, in.Run)
+	if err == nil && in.Outputs {
+		err = t.c.EffectOutputs(ctx, &d)
+	}
 	if err != nil {
 		return nil, wire.RunDetail{}, explain(err)
 	}

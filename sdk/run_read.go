@@ -202,6 +202,28 @@ type RunDetail struct {
 	Replayed int              // replayed_effect_count of the newest checkpoint that has one
 	Snapshot *SnapshotSummary
 	Terminal Payload // terminal_result, when the run finished
+	// Outputs says the effects' outputs were fetched (EffectOutputs): the
+	// wire form carries them.
+	Outputs bool
+}
+
+// EffectOutputs fetches the output of each of d's effects into it, as a
+// replay would give it: from the record, or from beside the log and
+// checked against its hash. Outputs were redacted before they were
+// stored. An output that cannot be fetched or does not verify is an
+// error naming its effect; the others are fetched all the same.
+func (c *Client) EffectOutputs(ctx context.Context, d *RunDetail) error {
+	var errs []error
+	for i, e := range d.Effects {
+		out, err := c.effectOutput(ctx, e, d.Thread, d.RunID)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("effect %s (clock %d): %w", e.CallID, e.Clock, err))
+			continue
+		}
+		d.Effects[i].Output = out
+	}
+	d.Outputs = true
+	return errors.Join(errs...)
 }
 
 // RunDetail reads run runID (on thread; when thread is empty, the one

@@ -31,8 +31,12 @@ func (d RunDetail) Wire() (wire.RunDetail, error) {
 		w.Phases = append(w.Phases, wp)
 	}
 	for _, e := range d.Effects {
-		w.Effects = append(w.Effects, wire.RunEffect{CallID: e.CallID, Tool: e.Tool, InputHash: e.InputHash, OutputHash: e.OutputHash,
-			ID: e.ID.String(), Clock: e.Clock, Time: wire.FormatTime(e.Time), TS: e.Time.UnixMilli()})
+		we := wire.RunEffect{CallID: e.CallID, Tool: e.Tool, InputHash: e.InputHash, OutputHash: e.OutputHash,
+			ID: e.ID.String(), Clock: e.Clock, Time: wire.FormatTime(e.Time), TS: e.Time.UnixMilli()}
+		if d.Outputs && e.Output != nil {
+			we.Output = e.Output
+		}
+		w.Effects = append(w.Effects, we)
 	}
 	if s := d.Snapshot; s != nil {
 		u := s.Usage

@@ -42,6 +42,9 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d, err := c.RunDetail(r.Context(), r.URL.Query().Get("thread"), r.PathValue("run"))
+	if err == nil && r.URL.Query().Get("outputs") == "true" {
+		err = c.EffectOutputs(r.Context(), &d)
+	}
 	if err != nil {
 		if errors.Is(err, records.ErrCorrupt) || errors.Is(err, sdk.ErrCheckpointCorrupt) {
 			s.m.corrupt.WithLabelValues("run").Inc()

@@ -37,6 +37,9 @@ type RunEffect struct {
 	Clock      uint64 `json:"clock"`
 	Time       string `json:"time"`
 	TS         int64  `json:"ts"`
+	// Output is the effect's output as recorded (redacted before it was
+	// stored), when asked for (spl run show --outputs, ?outputs=true).
+	Output json.RawMessage `json:"output,omitempty"`
 }
 
 // RunSnapshot is what the newest runtime snapshot of a run says.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -68,13 +69,16 @@ the phase and time of the newest checkpoint. With --json, every field.`,
 
 func newRunShowCommand(a *app) *cobra.Command {
 	var thread string
+	var outputs bool
 	cmd := &cobra.Command{
-		Use:   "show RUN [--thread T]",
+		Use:   "show RUN [--thread T] [--outputs]",
 		Short: "Show a run: phases, effects, snapshot and result",
 		Long: `Show a run: its status, its phases as a timeline, its tool effects (recorded,
 and replayed on resume), what its newest runtime snapshot says (step, LLM
-and tool calls, usage, cost) and its terminal result. Without --thread, the
-run id must be on one thread only.`,
+and tool calls, usage, cost) and its terminal result. With --outputs, each
+effect's output too, as a replay would give it (fetched from beside the
+log when large, and checked against its hash; redacted before it was
+stored). Without --thread, the run id must be on one thread only.`,
 		Example: `  spl run show run_42
   spl run show run_42 --thread th_support --json`,
 		Args: cobra.ExactArgs(1),
@@ -83,6 +87,9 @@ run id must be on one thread only.`,
 				d, err := c.RunDetail(ctx, thread, args[0])
 				if err != nil && d.RunID == "" {
 					return fmt.Errorf("run show: %w", err)
+				}
+				if outputs {
+					err = errors.Join(err, c.EffectOutputs(ctx, &d))
 				}
 				w, werr := d.Wire()
 				if werr != nil {
@@ -103,6 +110,7 @@ run id must be on one thread only.`,
 		}),
 	}
 	cmd.Flags().StringVar(&thread, "thread", "", "the thread of the run")
+	cmd.Flags().BoolVar(&outputs, "outputs", false, "print each effect's output as recorded (fetched from beside the log when large)")
 	return cmd
 }
 
@@ -124,6 +132,9 @@ func writeRunDetail(out io.Writer, d wire.RunDetail) error {
 	fmt.Fprintf(&b, "effects: %d recorded (%d calls), %d replayed\n", len(d.Effects), d.EffectCalls, d.Replayed)
 	for _, e := range d.Effects {
 		fmt.Fprintf(&b, "  %s  %-20s %s  clock %d\n", e.Time, printable(e.CallID), printable(e.Tool), e.Clock)
+		if e.Output != nil {
+			fmt.Fprintf(&b, "    output: %s\n", printable(string(e.Output)))
+		}
 	}
 	if s := d.Snapshot; s != nil {
 		fmt.Fprintf(&b, "snapshot: %s at clock %d: step %d, %d messages, %d LLM calls, %d tool calls\n",

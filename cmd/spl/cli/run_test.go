@@ -42,6 +42,17 @@ func TestRunListAndShow(t *testing.T) {
 	if len(d.Phases) != 3 || len(d.Effects) != 1 || d.Snapshot == nil || d.Snapshot.Step != 2 || !strings.Contains(string(d.TerminalResult), `"text": "ok"`) {
 		t.Fatalf("run show: %+v", d)
 	}
+	// With --outputs, each effect's output as recorded.
+	dOut := decodeJSON[wire.RunDetail](t, mustSPL(t, home, "", "--json", "run", "show", "r1", "--outputs").stdout)
+	if len(dOut.Effects) != 1 || string(dOut.Effects[0].Output) != "1" {
+		t.Fatalf("run show --outputs: %+v", dOut.Effects)
+	}
+	if len(d.Effects) != 1 || d.Effects[0].Output != nil {
+		t.Fatalf("run show without --outputs shows outputs: %+v", d.Effects)
+	}
+	if out := mustSPL(t, home, "", "run", "show", "r1", "--outputs").stdout; !strings.Contains(out, "    output: 1\n") {
+		t.Fatalf("run show --outputs:\n%s", out)
+	}
 	out := mustSPL(t, home, "", "run", "show", "r1").stdout
 	for _, want := range []string{"status      terminal", "run_started", "step_started", "run_terminal", "effects: 1 recorded", `result: {"text":"ok"}`} {
 		if !strings.Contains(out, want) {
