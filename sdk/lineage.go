@@ -532,3 +532,38 @@ func FactsOf(cp *records.Checkpoint) Facts {
 	}
 	return f
 }
+
+// RecordID resolves ref, a record's id or the end of one (at least
+// minShortID characters, as the CLI's tables print it), to the id of a
+// record of thread. The end of an id is looked for among the thread's
+// records, so it needs thread; one that ends several ids is a
+// *records.FieldError asking for more of it, one that ends none
+// ErrNotFound.
+func (c *Client) RecordID(ctx context.Context, thread, ref string) (records.ID, error) {
+	id, err := records.ParseID(ref)
+	if err == nil {
+		return id, nil
+	}
+	if len(ref) < minShortID {
+		return records.ID{}, fmt.Errorf("id %q: %w", ref, err)
+	}
+	if thread == "" {
+		return records.ID{}, &records.FieldError{Field: "thread", Rule: fmt.Sprintf("the end of an id (%q) is looked for on a thread: give it, or the whole id", ref)}
+	}
+	var found []records.ID
+	for e, err := range c.log.Read(ctx, thread) {
+		if err != nil && !errors.Is(err, records.ErrCorrupt) {
+			return records.ID{}, fmt.Errorf("id %q on %q: %w", ref, thread, err)
+		}
+		if err == nil && strings.HasSuffix(e.ID.String(), ref) {
+			found = append(found, e.ID)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return records.ID{}, fmt.Errorf("no record of thread %q has an id ending %q: %w", thread, ref, ErrNotFound)
+	case 1:
+		return found[0], nil
+	}
+	return records.ID{}, &records.FieldError{Field: "id", Rule: fmt.Sprintf("%q ends %d record ids of thread %q; give more of the id", ref, len(found), thread)}
+}

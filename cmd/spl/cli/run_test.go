@@ -159,3 +159,21 @@ func TestEmitExpectClock(t *testing.T) {
 		t.Fatalf("--expect-clock 1: exit %d %s", r.code, r.stderr)
 	}
 }
+
+// spl record show takes the end of an id, as the tables print it, with
+// --thread; without one it says what to give instead of a decoding error.
+func TestRecordShowShortID(t *testing.T) {
+	home := t.TempDir()
+	rc := decodeJSON[struct{ ID string }](t, mustSPL(t, home, "", "--json", "emit", "--thread", "th_short", "--act", "DO", "--kind", "agent.step",
+		"--body", `{"n":1}`, "--actor", seedActor).stdout)
+	short := rc.ID[len(rc.ID)-12:]
+	if out := mustSPL(t, home, "", "record", "show", short, "--thread", "th_short").stdout; !strings.Contains(out, rc.ID) || !strings.Contains(out, "verified") {
+		t.Fatalf("record show %s --thread: %s", short, out)
+	}
+	if r := spl(t, home, "", "record", "show", short); r.code != ExitUsage || !strings.Contains(r.stderr, "--thread") {
+		t.Fatalf("record show %s without --thread: exit %d %q", short, r.code, r.stderr)
+	}
+	if r := spl(t, home, "", "record", "show", "zzzzzzzzzzzz", "--thread", "th_short"); r.code != ExitNotFound {
+		t.Fatalf("record show of an end no id has: exit %d %q", r.code, r.stderr)
+	}
+}
