@@ -475,24 +475,9 @@ func (t tools) diff(ctx context.Context, _ *mcp.CallToolRequest, in DiffInput) (
 			return nil, wire.Diff{}, fmt.Errorf("%s: %w", th.field, err)
 		}
 	}
-	if in.A == "" || in.B == "" {
-		return nil, wire.Diff{}, &records.FieldError{Field: "a", Rule: "a and b are required: ids, ends of ids or names"}
-	}
-	ca, err := t.c.FindCheckpoint(ctx, in.Thread, in.A)
+	d, err := t.c.DiffRefs(ctx, in.Thread, in.A, in.BThread, in.B)
 	if err != nil {
-		return nil, wire.Diff{}, fmt.Errorf("a: %w", explain(err))
-	}
-	bt := in.BThread
-	if bt == "" {
-		bt = in.Thread
-	}
-	cb, err := t.c.FindCheckpoint(ctx, bt, in.B)
-	if err != nil {
-		return nil, wire.Diff{}, fmt.Errorf("b: %w", explain(err))
-	}
-	d, err := sdk.DiffCheckpoints(ca, cb)
-	if err != nil {
-		return nil, wire.Diff{}, err
+		return nil, wire.Diff{}, explain(err)
 	}
 	j := d.Wire()
 	b, _ := json.MarshalIndent(j, "", "  ")

@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -164,4 +165,25 @@ func (c DiffChange) String() string {
 		fmt.Fprintf(&b, "~ %s: %s → %s", c.Path, c.Old, c.New)
 	}
 	return b.String()
+}
+
+// DiffRefs diffs checkpoint a of thread and checkpoint b of bThread
+// (thread when empty), each named as FindCheckpoint reads it: the diff of
+// GET /v1/threads/{thread}/diff and of the MCP tool diff_checkpoints.
+func (c *Client) DiffRefs(ctx context.Context, thread, a, bThread, b string) (Diff, error) {
+	if a == "" || b == "" {
+		return Diff{}, &records.FieldError{Field: "a", Rule: "a and b are required: ids, ends of ids or names"}
+	}
+	ca, err := c.FindCheckpoint(ctx, thread, a)
+	if err != nil {
+		return Diff{}, fmt.Errorf("a: %w", err)
+	}
+	if bThread == "" {
+		bThread = thread
+	}
+	cb, err := c.FindCheckpoint(ctx, bThread, b)
+	if err != nil {
+		return Diff{}, fmt.Errorf("b: %w", err)
+	}
+	return DiffCheckpoints(ca, cb)
 }

@@ -152,8 +152,13 @@ func (d *door) dispatch(ctx context.Context, c *sdk.Client, op string, data []by
 		// The server's mark, which no client of the door can read: a
 		// stream deleted or purged behind the log's back is reported as
 		// loss to whoever opens the log (spl verify), never as empty.
-		h := c.Health(ctx)
-		return splog.DoorInfoReply{Stream: c.StreamName(), MaxRequest: int(d.s.nopts.MaxPayload), Loss: splog.DoorLossOf(h.Loss)}, nil
+		// A mark that cannot be read now (a stream leader being elected)
+		// says nothing: the open goes on, and verify asks again.
+		loss, err := c.CheckMark(ctx)
+		if err != nil {
+			d.s.logger.Warn("door: info: check mark", "err", err)
+		}
+		return splog.DoorInfoReply{Stream: c.StreamName(), MaxRequest: int(d.s.nopts.MaxPayload), Loss: splog.DoorLossOf(loss)}, nil
 	case splog.DoorAppend:
 		var req splog.DoorAppendRequest
 		if err := decodeDoor(data, &req); err != nil {

@@ -132,7 +132,9 @@ func (s *Server) instrument(next jsonMux) http.Handler {
 		if route == "" {
 			route = "unmatched"
 		}
-		defer s.idle.used()()
+		if s.cfg.IdleExit > 0 {
+			defer s.idle.used()()
+		}
 		next.ServeHTTP(sw, r)
 		if sw.code == 0 {
 			sw.code = http.StatusOK

@@ -232,25 +232,12 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 	a, err1 := filterParam(q, "a")
 	b, err2 := filterParam(q, "b")
 	bThread, err3 := filterParam(q, "b_thread")
-	if err := cmp.Or(err1, err2, err3, optional(records.CheckThread, bThread)); err != nil || a == "" || b == "" {
-		if err == nil {
-			err = &ConfigError{Field: "a", Rule: "a and b are required: ids, ends of ids or names"}
-		}
+	if err := cmp.Or(err1, err2, err3, optional(records.CheckThread, bThread)); err != nil {
 		s.m.refused.WithLabelValues("bad_param").Inc()
 		s.fail(w, r, err)
 		return
 	}
-	ca, err := l.FindCheckpoint(r.Context(), thread, a)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	cb, err := l.FindCheckpoint(r.Context(), cmp.Or(bThread, thread), b)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	d, err := sdk.DiffCheckpoints(ca, cb)
+	d, err := l.DiffRefs(r.Context(), thread, a, bThread, b)
 	if err != nil {
 		s.fail(w, r, err)
 		return
