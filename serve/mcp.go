@@ -9,6 +9,7 @@ import (
 
 	"github.com/spl-dev/spl/mcptools"
 	"github.com/spl-dev/spl/sdk"
+	"github.com/spl-dev/spl/wire"
 )
 
 // mcpPath is where the server speaks MCP's streamable HTTP transport.
@@ -20,6 +21,10 @@ type mcpFaces struct {
 	mu          sync.Mutex
 	c           *sdk.Client
 	read, write *mcp.Server
+	// sessions holds the right each session was opened with: a request
+	// naming a session must carry a credential of that right at least,
+	// so that a read token holding a write session's id writes nothing.
+	sessions sync.Map // Mcp-Session-Id → right
 }
 
 // server is the MCP server for a new session of r: the read tools for a
@@ -61,5 +66,51 @@ func (s *Server) mcpRoutes(mux *http.ServeMux) {
 		SessionTimeout: time.Hour,
 		Logger:         s.logger.With("component", "mcp"),
 	})
-	mux.Handle(mcpPath, h)
+	mux.Handle(mcpPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		have := credentialOf(r.Context()).right
+		if s.cfg.InsecureNoAuth {
+			have = rightWrite
+		}
+		if id := r.Header.Get(mcpSessionHeader); id != "" {
+			if opened, ok := s.mcp.sessions.Load(id); ok && have < opened.(right) {
+				s.refuse(w, http.StatusForbidden, "forbidden", wire.Error{Error: "mcp: this session was opened with the " + opened.(right).String() +
+					" right", Field: "Authorization", Rule: "needs the " + opened.(right).String() + " right"})
+				return
+			}
+		}
+		h.ServeHTTP(&mcpSessionWriter{ResponseWriter: w, opened: func(id string) { s.mcp.sessions.LoadOrStore(id, have) }}, r)
+		if r.Method == http.MethodDelete {
+			s.mcp.sessions.Delete(r.Header.Get(mcpSessionHeader))
+		}
+	}))
 }
+
+// mcpSessionHeader names an MCP session in streamable HTTP.
+const mcpSessionHeader = "Mcp-Session-Id"
+
+// mcpSessionWriter notes the session id an answer opens.
+type mcpSessionWriter struct {
+	http.ResponseWriter
+	opened  func(id string)
+	started bool
+}
+
+func (w *mcpSessionWriter) WriteHeader(code int) {
+	if !w.started {
+		w.started = true
+		if id := w.Header().Get(mcpSessionHeader); id != "" {
+			w.opened(id)
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *mcpSessionWriter) Write(b []byte) (int, error) {
+	if !w.started {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (flushes).
+func (w *mcpSessionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

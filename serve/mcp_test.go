@@ -82,6 +82,24 @@ func TestMCPOverHTTP(t *testing.T) {
 		"summary": "s", "learnings": []string{"l"}, "actor": actor}}); err == nil && !res.IsError {
 		t.Fatal("save_checkpoint with the read token: saved")
 	}
+	// The read token naming the write session's id gets none of it.
+	call := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"save_checkpoint","arguments":{"thread":"th_mcp","summary":"hijack","learnings":["l"],"actor":"` + actor + `"}}}`
+	req, _ := http.NewRequest("POST", base(s)+mcpPath, strings.NewReader(call))
+	req.Header.Set("Authorization", "Bearer "+s.cfg.HTTPReadToken)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(mcpSessionHeader, w.ID())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("the read token in a write session: %d, want 403", resp.StatusCode)
+	}
+	if sc, err := s.c.Load().LatestCheckpoint(ctx, "th_mcp"); err != nil || sc.Checkpoint.Summary != "over http" {
+		t.Fatalf("latest after the attempt: %q %v, want the write token's checkpoint", sc.Checkpoint.Summary, err)
+	}
 }
 
 // POST /v1/runs/{run}/cancel cancels a running run, once, with the write
