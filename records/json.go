@@ -33,27 +33,31 @@ import (
 // Strings, booleans, null, arrays and nested objects map to their CBOR
 // counterparts. Input that is not one JSON object is a
 // *FieldError{Field: "body", Rule: "must be a JSON object: …"}.
-func BodyFromJSON(data []byte) ([]byte, error) {
+func BodyFromJSON(data []byte) ([]byte, error) { return ObjectFromJSON(data, "body") }
+
+// ObjectFromJSON is BodyFromJSON for a JSON object held in field (a path
+// such as "checkpoints[2].payload"), whose errors name that field.
+func ObjectFromJSON(data []byte, field string) ([]byte, error) {
 	i := 0
 	for i < len(data) && strings.IndexByte(" \t\r\n", data[i]) >= 0 {
 		i++
 	}
 	if i < len(data) && data[i] != '{' {
 		if t := jsonType(data[i]); t != "" {
-			return nil, notJSONObject("got " + t)
+			return nil, notJSONObject(field, "got "+t)
 		}
 	}
-	v, err := readJSON(data, "body")
+	v, err := readJSON(data, field)
 	if err != nil {
 		var se *jsonSyntaxError
 		if errors.As(err, &se) {
-			return nil, notJSONObject(se.msg)
+			return nil, notJSONObject(field, se.msg)
 		}
 		return nil, err
 	}
 	b, err := encMode.Marshal(v)
 	if err != nil {
-		return nil, fieldErrorf("body", "cannot encode as CBOR: %v", err)
+		return nil, fieldErrorf(field, "cannot encode as CBOR: %v", err)
 	}
 	if err := checkBodyMap(b); err != nil { // e.g. nested too deeply
 		return nil, asFieldError(err)
@@ -61,8 +65,8 @@ func BodyFromJSON(data []byte) ([]byte, error) {
 	return b, nil
 }
 
-func notJSONObject(why string) *FieldError {
-	return &FieldError{Field: "body", Rule: "must be a JSON object: " + why}
+func notJSONObject(field, why string) *FieldError {
+	return &FieldError{Field: field, Rule: "must be a JSON object: " + why}
 }
 
 // jsonType names the JSON value that starts with c, "" when none does.

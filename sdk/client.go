@@ -212,7 +212,8 @@ type Client struct {
 	keys       keyCache       // actor key bindings the sign path last read (actor.go)
 
 	blobOnce  sync.Once
-	blobStore blobStore // payloads of runs too large for a record (run_write.go)
+	blobStore blobStore     // payloads of runs too large for a record (run_write.go)
+	effects   effectIndexes // the runs' effects RecordEffect read (run_remote.go)
 
 	proj clientProjections // the read models' runtime and reader, made on first use (projections.go)
 }

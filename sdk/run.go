@@ -514,34 +514,45 @@ func (c *Client) ResumeRun(ctx context.Context, thread, runID string, opts ...Ru
 	if err := checkRun(thread, runID); err != nil {
 		return nil, err
 	}
-	latest, snap, err := c.latestRun(ctx, thread, runID)
+	res, effects, err := c.loadRun(ctx, thread, runID)
 	if err != nil {
 		return nil, err
 	}
+	return c.newRun(thread, runID, res, effects, opts), nil
+}
+
+// loadRun is what ResumeRun finds of a run: where it stands, its newest
+// checkpoint and snapshot (payload fetched and checked), the pending LLM
+// response, and, unless it finished, its recorded effects by call id.
+func (c *Client) loadRun(ctx context.Context, thread, runID string) (Resume, map[string]RecordedEffect, error) {
+	latest, snap, err := c.latestRun(ctx, thread, runID)
+	if err != nil {
+		return Resume{}, nil, err
+	}
 	st, err := c.runStatus(ctx, thread, runID, latest)
 	if err != nil {
-		return nil, err
+		return Resume{}, nil, err
 	}
 	res := Resume{Resumed: true, Latest: latest, Status: st}
 	if t, ok := latest.Terminal(); ok && res.Status == RunTerminal {
 		res.Terminal = t
-		return c.newRun(thread, runID, res, nil, opts), nil
+		return res, nil, nil
 	}
 	if snap != nil {
 		if err := c.loadBlob(ctx, snap, thread, runID); err != nil {
-			return nil, err
+			return Resume{}, nil, err
 		}
 		if res.PendingLLMResponse, err = pendingOf(snap, thread, runID); err != nil {
-			return nil, err
+			return Resume{}, nil, err
 		}
 		res.Snapshot = snap
 	}
 	effects, err := c.runEffects(ctx, thread, runID)
 	if err != nil {
-		return nil, err
+		return Resume{}, nil, err
 	}
 	res.Effects = len(effects)
-	return c.newRun(thread, runID, res, effects, opts), nil
+	return res, effects, nil
 }
 
 // pendingOf is the pending_llm_response of snapshot snap (zero when it

@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,15 +28,7 @@ func (c *Client) runEffects(ctx context.Context, thread, runID string) (map[stri
 func (c *Client) eachEffect(ctx context.Context, thread, runID string, fn func(RecordedEffect)) error {
 	for e, err := range c.log.Read(ctx, effectsThread(thread, runID), splog.Kind(KindRunEffect), splog.ToEnd()) {
 		if err != nil {
-			if errors.Is(err, records.ErrCorrupt) {
-				var ce *CorruptError
-				clock := uint64(0)
-				if errors.As(err, &ce) {
-					clock = ce.Clock
-				}
-				return &CheckpointError{Thread: thread, Run: runID, Clock: clock, Reason: ReasonVerification, Field: "effect", Err: err}
-			}
-			return fmt.Errorf("run %q: effects: %w", runID, err)
+			return effectReadError(err, thread, runID)
 		}
 		re, err := decodeEffect(Record{ID: e.ID, Clock: e.Clock, Record: e.Record}, thread, runID)
 		if err != nil {
@@ -44,6 +37,25 @@ func (c *Client) eachEffect(ctx context.Context, thread, runID string, fn func(R
 		fn(re)
 	}
 	return nil
+}
+
+// effectReadError is the error of a read of a run's effects: a record
+// that does not verify is a *CheckpointError naming its clock.
+func effectReadError(err error, thread, runID string) error {
+	if errors.Is(err, records.ErrCorrupt) {
+		var ce *CorruptError
+		clock := uint64(0)
+		if errors.As(err, &ce) {
+			clock = ce.Clock
+		}
+		return &CheckpointError{Thread: thread, Run: runID, Clock: clock, Reason: ReasonVerification, Field: "effect", Err: err}
+	}
+	return fmt.Errorf("run %q: effects: %w", runID, err)
+}
+
+// sortEffects puts effects in clock order.
+func sortEffects(effects []RecordedEffect) {
+	slices.SortFunc(effects, func(a, b RecordedEffect) int { return cmp.Compare(a.Clock, b.Clock) })
 }
 
 func decodeEffect(r Record, thread, runID string) (RecordedEffect, error) {

@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/spl-dev/spl/wire"
 )
@@ -54,4 +55,48 @@ func (d RunDetail) Wire() (wire.RunDetail, error) {
 		w.TerminalResult = j
 	}
 	return w, nil
+}
+
+// Wire returns the JSON form of s, as POST /v1/runs/{run}/open answers it.
+func (s RunState) Wire(thread, runID string) (wire.RunState, error) {
+	w := wire.RunState{RunID: runID, Thread: thread, Status: string(s.Status), Resumed: s.Resumed,
+		TerminalResult: json.RawMessage("null"), PendingLLMResponse: json.RawMessage("null"), Effects: []wire.RunEffect{}}
+	var err error
+	if w.Latest, err = checkpointState(s.Latest); err != nil {
+		return w, err
+	}
+	if w.Snapshot, err = checkpointState(s.Snapshot); err != nil {
+		return w, err
+	}
+	if s.Status == RunTerminal && !s.Terminal.IsZero() {
+		if w.TerminalResult, err = s.Terminal.JSON(); err != nil {
+			return w, err
+		}
+	}
+	if !s.PendingLLMResponse.IsZero() {
+		if w.PendingLLMResponse, err = s.PendingLLMResponse.JSON(); err != nil {
+			return w, err
+		}
+	}
+	for _, e := range s.Effects {
+		w.Effects = append(w.Effects, wire.RunEffect{CallID: e.CallID, Tool: e.Tool, InputHash: e.InputHash, OutputHash: e.OutputHash,
+			ID: e.ID.String(), Clock: e.Clock, Time: wire.FormatTime(e.Time), TS: e.Time.UnixMilli()})
+	}
+	if c := s.Cancel; c != nil {
+		w.Cancel = &wire.RunCancel{Reason: c.Reason, Actor: c.Actor, Request: c.Request.ID.String(), Clock: c.Request.Clock}
+	}
+	return w, nil
+}
+
+// checkpointState is the JSON form of cp with its payload (nil for nil).
+func checkpointState(cp *RunCheckpoint) (*wire.RunCheckpointState, error) {
+	if cp == nil {
+		return nil, nil
+	}
+	p, err := cp.Payload.JSON()
+	if err != nil {
+		return nil, fmt.Errorf("run checkpoint at clock %d: payload: %w", cp.Clock, err)
+	}
+	return &wire.RunCheckpointState{Phase: cp.Phase, Kind: cp.Kind, ID: cp.ID.String(), Clock: cp.Clock,
+		Time: wire.FormatTime(cp.Time), TS: cp.Time.UnixMilli(), Payload: p}, nil
 }

@@ -53,11 +53,8 @@ func (it *runItem) snapshot() bool { return it.rec == nil && isSnapshotPhase(it.
 // makes a post_llm checkpoint write-behind like the others. A durable
 // snapshot is never coalesced away.
 func (r *Run) Checkpoint(ctx context.Context, phase string, payload any, opts ...CheckpointOption) error {
-	if !phaseRE.MatchString(phase) {
-		return &records.FieldError{Field: "phase", Rule: "must be lower-case letters, digits and _ (at most 64)"}
-	}
-	if phase == PhaseRunTerminal {
-		return &records.FieldError{Field: "phase", Rule: "run_terminal is written by Finish"}
+	if err := checkPhase(phase); err != nil {
+		return err
 	}
 	if err := r.cancelled(); err != nil {
 		return err
@@ -263,11 +260,18 @@ func (r *Run) durable(ctx context.Context, phase string, rec *records.Record) (R
 	}
 }
 
-// checkpointRecord builds and seals the record of a checkpoint: the
-// redaction policies of the run's thread hold for its payload, which is
-// stored beside the log when large, after them, so that a covered value
-// is stored nowhere.
+// checkpointRecord builds and seals the record of a checkpoint of the
+// run.
 func (r *Run) checkpointRecord(phase string, payload any, ts time.Time) (*records.Record, error) {
+	return r.c.runCheckpointRecord(context.Background(), r.thread, r.id, r.actor(), phase, payload, ts)
+}
+
+// runCheckpointRecord builds and seals the record of a checkpoint of run
+// runID on thread: the redaction policies of the run's thread hold for
+// its payload, which is stored beside the log when large, after them, so
+// that a covered value is stored nowhere. payload is a map, a struct, or
+// a cbor.RawMessage of a map.
+func (c *Client) runCheckpointRecord(ctx context.Context, thread, runID, actor, phase string, payload any, ts time.Time) (*records.Record, error) {
 	raw, err := payloadEnc.Marshal(payload)
 	if err != nil {
 		return nil, &records.FieldError{Field: "payload", Rule: "cannot encode as CBOR: " + err.Error()}
@@ -281,13 +285,12 @@ func (r *Run) checkpointRecord(phase string, payload any, ts time.Time) (*record
 	}
 	// The run's thread's redaction policies hold for the payload, before
 	// it is stored anywhere (inline or beside the log).
-	ctx := context.Background()
-	if raw, _, err = r.c.redactBody(ctx, r.thread, raw); err != nil {
+	if raw, _, err = c.redactBody(ctx, thread, raw); err != nil {
 		return nil, err
 	}
-	body := runBody{RunID: r.id, ThreadID: r.thread, SchemaVersion: RunSchemaVersion, Phase: phase, TimestampMS: ts.UnixMilli()}
+	body := runBody{RunID: runID, ThreadID: thread, SchemaVersion: RunSchemaVersion, Phase: phase, TimestampMS: ts.UnixMilli()}
 	if len(raw) > MaxInlinePayload {
-		ref, err := r.c.putBlob(ctx, raw)
+		ref, err := c.putBlob(ctx, raw)
 		if err != nil {
 			return nil, err
 		}
@@ -295,11 +298,11 @@ func (r *Run) checkpointRecord(phase string, payload any, ts time.Time) (*record
 	} else {
 		body.Payload = raw
 	}
-	rec, err := records.New(records.ActLearn, kind, r.rthread, r.actor(), ts, &body)
+	rec, err := records.New(records.ActLearn, kind, RunThread(thread, runID), actor, ts, &body)
 	if err != nil {
 		return nil, err
 	}
-	return r.c.admit(ctx, rec)
+	return c.admit(ctx, rec)
 }
 
 func (r *Run) actor() string { return r.cfg.actor }
@@ -369,6 +372,39 @@ type Terminal struct {
 	Payload map[string]any
 }
 
+// check holds t to the states a run ends in: "completed" (or empty),
+// "failed", "error" or "cancelled"; a cancelled run ends as cancelled.
+func (t Terminal) check(cancelled bool) error {
+	switch t.State {
+	case "", "completed", "failed", "error", "cancelled":
+	default:
+		return &records.FieldError{Field: "state", Rule: `must be "completed", "failed", "error" or "cancelled"`}
+	}
+	if cancelled && t.State != "cancelled" {
+		return &records.FieldError{Field: "state", Rule: `the run was cancelled: it ends as "cancelled"`}
+	}
+	return nil
+}
+
+// payload is the run_terminal checkpoint's payload: t.Payload's fields,
+// state ("completed" when empty), terminal_result and
+// replayed_effect_count, the last three over any of t.Payload's.
+func (t Terminal) payload(replayed int) map[string]any {
+	if t.State == "" {
+		t.State = "completed"
+	}
+	payload := make(map[string]any, len(t.Payload)+3)
+	for k, v := range t.Payload {
+		payload[k] = v
+	}
+	payload["state"] = t.State
+	if t.Result != nil {
+		payload["terminal_result"] = t.Result
+	}
+	payload["replayed_effect_count"] = replayed
+	return payload
+}
+
 // FinishReport says what Finish wrote.
 type FinishReport struct {
 	Terminal Receipt // the run_terminal checkpoint
@@ -382,19 +418,11 @@ type FinishReport struct {
 // checkpoints that did not land within the bound are reported as an
 // *UnlandedError, beside the report.
 func (r *Run) Finish(ctx context.Context, t Terminal) (FinishReport, error) {
-	if t.State == "" {
-		t.State = "completed"
-	}
-	payload := make(map[string]any, len(t.Payload)+3)
-	for k, v := range t.Payload {
-		payload[k] = v
-	}
-	payload["state"] = t.State
-	if t.Result != nil {
-		payload["terminal_result"] = t.Result
+	if err := t.check(r.cancelled() != nil); err != nil {
+		return FinishReport{}, err
 	}
 	r.effMu.Lock()
-	payload["replayed_effect_count"] = r.replayed
+	payload := t.payload(r.replayed)
 	r.effMu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.flushTimeout)
 	defer cancel()
@@ -517,8 +545,8 @@ func (r *Run) Effect(ctx context.Context, callID, tool string, args any, fn func
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if callID == "" || len(callID) > 256 {
-		return EffectResult{}, &records.FieldError{Field: "call_id", Rule: "must be 1 to 256 bytes"}
+	if err := checkCallID(callID); err != nil {
+		return EffectResult{}, err
 	}
 	if err := r.cancelled(); err != nil {
 		return EffectResult{}, err
@@ -530,20 +558,23 @@ func (r *Run) Effect(ctx context.Context, callID, tool string, args any, fn func
 	r.effMu.Lock()
 	rec, ok := r.effects[callID]
 	r.effMu.Unlock()
+	var recorded *RecordedEffect
 	if ok {
-		if rec.InputHash == in {
-			out, err := r.c.effectOutput(ctx, rec, r.thread, r.id)
-			if err != nil {
-				return EffectResult{}, err
-			}
-			r.effMu.Lock()
-			r.replayed++
-			r.effMu.Unlock()
-			return EffectResult{Output: out, Replayed: true, Receipt: rec.Receipt}, nil
+		recorded = &rec
+	}
+	replay, err := effectStep(r.id, callID, tool, recorded, in, cfg.rerun)
+	if err != nil {
+		return EffectResult{}, err
+	}
+	if replay {
+		out, err := r.c.effectOutput(ctx, rec, r.thread, r.id)
+		if err != nil {
+			return EffectResult{}, err
 		}
-		if !cfg.rerun {
-			return EffectResult{}, &EffectMismatchError{Run: r.id, CallID: callID, Tool: tool, Recorded: rec.InputHash, Got: in, RecordedTool: rec.Tool}
-		}
+		r.effMu.Lock()
+		r.replayed++
+		r.effMu.Unlock()
+		return EffectResult{Output: out, Replayed: true, Receipt: rec.Receipt}, nil
 	}
 	r.mu.Lock()
 	finished := r.finished
@@ -555,22 +586,66 @@ func (r *Run) Effect(ctx context.Context, callID, tool string, args any, fn func
 	if err != nil {
 		return EffectResult{}, err
 	}
-	if !json.Valid(out) {
-		return EffectResult{}, &records.FieldError{Field: "output", Rule: "must be JSON"}
-	}
-	// The run's thread's redaction policies hold for a tool's answer as
-	// for every payload: a covered value is stored nowhere, and a replay
-	// answers the redacted output.
-	if out, err = r.c.redactOutput(ctx, r.thread, bytes.Clone(out)); err != nil {
+	er, re, err := r.c.effectRecord(ctx, r.thread, r.id, r.actor(), callID, tool, in, out)
+	if err != nil {
 		return EffectResult{}, err
 	}
+	if re.Receipt, err = r.durable(ctx, "effect "+callID, er); err != nil {
+		return EffectResult{}, err
+	}
+	r.effMu.Lock()
+	r.effects[callID] = re
+	r.ran++
+	r.effMu.Unlock()
+	return EffectResult{Output: re.Output, Receipt: re.Receipt}, nil
+}
+
+// checkCallID validates a tool call's id.
+func checkCallID(callID string) error {
+	if callID == "" || len(callID) > 256 {
+		return &records.FieldError{Field: "call_id", Rule: "must be 1 to 256 bytes"}
+	}
+	return nil
+}
+
+// effectStep is what tool call callID with input hash in does, given the
+// result recorded for it (nil when none): replay it (true), run the tool
+// (false), or fail with an *EffectMismatchError when the recorded input
+// differs and rerun is not asked. The one rule of replay, for Run.Effect
+// and for runners in other processes (RecordEffect).
+func effectStep(runID, callID, tool string, recorded *RecordedEffect, in string, rerun bool) (replay bool, err error) {
+	switch {
+	case recorded == nil:
+		return false, nil
+	case recorded.InputHash == in:
+		return true, nil
+	case rerun:
+		return false, nil
+	}
+	return false, &EffectMismatchError{Run: runID, CallID: callID, Tool: tool, Recorded: recorded.InputHash, Got: in, RecordedTool: recorded.Tool}
+}
+
+// effectRecord builds and seals the record of tool call callID's output
+// out on run runID, and the RecordedEffect it is once landed (its
+// receipt unset). The run's thread's redaction policies hold for a
+// tool's answer as for every payload: a covered value is stored nowhere,
+// and a replay answers the redacted output. A large output is stored
+// beside the log.
+func (c *Client) effectRecord(ctx context.Context, thread, runID, actor, callID, tool, in string, out json.RawMessage) (*records.Record, RecordedEffect, error) {
+	if !json.Valid(out) {
+		return nil, RecordedEffect{}, &records.FieldError{Field: "output", Rule: "must be JSON"}
+	}
+	out, err := c.redactOutput(ctx, thread, bytes.Clone(out))
+	if err != nil {
+		return nil, RecordedEffect{}, err
+	}
 	now := time.Now()
-	body := effectBody{RunID: r.id, ThreadID: r.thread, CallID: callID, Tool: tool, InputHash: in, OutputHash: outputHash(out), TimestampMS: now.UnixMilli()}
+	body := effectBody{RunID: runID, ThreadID: thread, CallID: callID, Tool: tool, InputHash: in, OutputHash: outputHash(out), TimestampMS: now.UnixMilli()}
 	var ref *BlobRef
 	if len(out) > MaxInlinePayload {
-		b, err := r.c.putBlob(ctx, out)
+		b, err := c.putBlob(ctx, out)
 		if err != nil {
-			return EffectResult{}, err
+			return nil, RecordedEffect{}, err
 		}
 		ref, body.OutputBlob = &b, &b
 	} else {
@@ -578,22 +653,14 @@ func (r *Run) Effect(ctx context.Context, callID, tool string, args any, fn func
 	}
 	// The output is redacted above (redactOutput): the last steps of the
 	// seal path only.
-	er, err := records.New(records.ActDo, KindRunEffect, r.ethread, r.actor(), now, &body)
+	er, err := records.New(records.ActDo, KindRunEffect, effectsThread(thread, runID), actor, now, &body)
 	if err == nil {
-		er, err = r.c.admit(ctx, er)
+		er, err = c.admit(ctx, er)
 	}
 	if err != nil {
-		return EffectResult{}, err
+		return nil, RecordedEffect{}, err
 	}
-	rc, err := r.durable(ctx, "effect "+callID, er)
-	if err != nil {
-		return EffectResult{}, err
-	}
-	r.effMu.Lock()
-	r.effects[callID] = RecordedEffect{Receipt: rc, CallID: callID, Tool: tool, InputHash: in, OutputHash: body.OutputHash, Output: out, Blob: ref, Time: now}
-	r.ran++
-	r.effMu.Unlock()
-	return EffectResult{Output: out, Receipt: rc}, nil
+	return er, RecordedEffect{CallID: callID, Tool: tool, InputHash: in, OutputHash: body.OutputHash, Output: out, Blob: ref, Time: now}, nil
 }
 
 // BlobRef names a payload stored beside the log: the keyed BLAKE3-256 of

@@ -183,7 +183,19 @@ func (s *Server) classify(r *http.Request, err error) (int, wire.Error) {
 	var fe *records.FieldError
 	var ce *ConfigError // a bad query parameter
 	var tm *sdk.ThreadMovedError
+	var rc *sdk.RunCancelledError
+	var em *sdk.EffectMismatchError
 	switch {
+	case errors.As(err, &rc):
+		return http.StatusConflict, wire.Error{Error: err.Error(), Code: wire.ErrorRunCancelled,
+			Cancel: &wire.RunCancel{Reason: rc.Reason, Actor: rc.Actor, Request: rc.Request.ID.String(), Clock: rc.Request.Clock}}
+	case errors.Is(err, sdk.ErrRunCancelled):
+		return http.StatusConflict, wire.Error{Error: err.Error(), Code: wire.ErrorRunCancelled}
+	case errors.As(err, &em):
+		return http.StatusConflict, wire.Error{Error: err.Error(), Code: wire.ErrorEffectMismatch, Field: "args",
+			Rule: "the input recorded for this call_id; rerun runs the tool again", Recorded: em.Recorded, Got: em.Got, RecordedTool: em.RecordedTool}
+	case errors.Is(err, sdk.ErrRunFinished):
+		return http.StatusConflict, wire.Error{Error: err.Error(), Code: wire.ErrorRunFinished}
 	case errors.As(err, &tm):
 		return http.StatusConflict, wire.Error{Error: err.Error(), Field: "expected_clock",
 			Rule: fmt.Sprintf("the clock of the thread's newest record: %d", tm.Current), Clock: &tm.Current}

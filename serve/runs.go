@@ -1,8 +1,14 @@
 package serve
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
 
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
@@ -95,4 +101,221 @@ func (s *Server) runRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/runs", s.handleRuns)
 	mux.HandleFunc("GET /v1/runs/{run}", s.handleRun)
 	mux.HandleFunc("POST /v1/runs/{run}/cancel", s.handleCancel)
+	mux.HandleFunc("POST /v1/runs/{run}/open", s.handleOpenRun)
+	mux.HandleFunc("POST /v1/runs/{run}/checkpoints", s.handleRunCheckpoints)
+	mux.HandleFunc("POST /v1/runs/{run}/effects", s.handleRunEffect)
+	mux.HandleFunc("POST /v1/runs/{run}/finish", s.handleFinishRun)
+}
+
+// Runs written by runners in other processes (the Python and TypeScript
+// SDKs): each route is one call of the service layer (sdk/run_remote.go),
+// which keeps every rule of runs; these decode JSON and answer it.
+
+// openRunRequest is the body of POST /v1/runs/{run}/open.
+type openRunRequest struct {
+	Thread string `json:"thread"`
+}
+
+// handleOpenRun answers what a runner needs to continue a run: sdk's
+// RunState.
+func (s *Server) handleOpenRun(w http.ResponseWriter, r *http.Request) {
+	var req openRunRequest
+	c, ok := s.bodyRequest(w, r, &req)
+	if !ok {
+		return
+	}
+	st, err := c.RunState(r.Context(), req.Thread, r.PathValue("run"))
+	if err != nil {
+		s.failRun(w, r, err)
+		return
+	}
+	out, err := st.Wire(req.Thread, r.PathValue("run"))
+	if err != nil {
+		s.failRun(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// runCheckpointsRequest is the body of POST /v1/runs/{run}/checkpoints.
+type runCheckpointsRequest struct {
+	Thread      string              `json:"thread"`
+	Actor       string              `json:"actor"`
+	Checkpoints []runCheckpointJSON `json:"checkpoints"`
+}
+
+// runCheckpointJSON is one checkpoint of it.
+type runCheckpointJSON struct {
+	Phase       string          `json:"phase"`
+	Payload     json.RawMessage `json:"payload"` // a JSON object; absent: {}
+	TimestampMS *int64          `json:"timestamp_ms"`
+}
+
+// maxRunCheckpoints bounds the checkpoints of one request.
+const maxRunCheckpoints = 256
+
+// receiptsResponse is the answer of POST /v1/runs/{run}/checkpoints.
+type receiptsResponse struct {
+	Receipts []wire.Receipt `json:"receipts"`
+}
+
+// handleRunCheckpoints stores a runner's phase checkpoints, in order.
+func (s *Server) handleRunCheckpoints(w http.ResponseWriter, r *http.Request) {
+	var req runCheckpointsRequest
+	c, ok := s.bodyRequest(w, r, &req)
+	if !ok {
+		return
+	}
+	if len(req.Checkpoints) > maxRunCheckpoints {
+		s.refuseInvalid(w, r, &records.FieldError{Field: "checkpoints", Rule: fmt.Sprintf("at most %d in one request", maxRunCheckpoints)})
+		return
+	}
+	cps := make([]sdk.RunCheckpointWrite, len(req.Checkpoints))
+	for i, cp := range req.Checkpoints {
+		cps[i].Phase = cp.Phase
+		if cp.Payload != nil && string(cp.Payload) != "null" {
+			raw, err := records.ObjectFromJSON(cp.Payload, fmt.Sprintf("checkpoints[%d].payload", i))
+			if err != nil {
+				s.refuseInvalid(w, r, err)
+				return
+			}
+			cps[i].Payload = cbor.RawMessage(raw)
+		}
+		if cp.TimestampMS != nil {
+			cps[i].Time = time.UnixMilli(*cp.TimestampMS)
+		}
+	}
+	rcs, err := c.WriteRunCheckpoints(r.Context(), req.Thread, r.PathValue("run"), req.Actor, cps)
+	if err != nil {
+		s.failRun(w, r, err)
+		return
+	}
+	out := receiptsResponse{Receipts: make([]wire.Receipt, len(rcs))}
+	for i, rc := range rcs {
+		out.Receipts[i] = wire.Receipt{ID: rc.ID.String(), Clock: rc.Clock}
+	}
+	writeJSON(w, http.StatusCreated, out)
+}
+
+// runEffectRequest is the body of POST /v1/runs/{run}/effects.
+type runEffectRequest struct {
+	Thread string          `json:"thread"`
+	Actor  string          `json:"actor"`
+	CallID string          `json:"call_id"`
+	Tool   string          `json:"tool"`
+	Args   json.RawMessage `json:"args"`
+	Output json.RawMessage `json:"output"` // absent: is a result recorded?
+	Rerun  bool            `json:"rerun"`
+}
+
+// runEffectResponse is its answer.
+type runEffectResponse struct {
+	Status string          `json:"status"` // replayed, absent or recorded
+	Output json.RawMessage `json:"output,omitempty"`
+	ID     string          `json:"id,omitempty"`
+	Clock  uint64          `json:"clock,omitempty"`
+}
+
+// handleRunEffect is one step of the effect protocol (sdk.RecordEffect).
+func (s *Server) handleRunEffect(w http.ResponseWriter, r *http.Request) {
+	var req runEffectRequest
+	c, ok := s.bodyRequest(w, r, &req)
+	if !ok {
+		return
+	}
+	if req.Args == nil {
+		req.Args = json.RawMessage("null")
+	}
+	call := sdk.EffectCall{CallID: req.CallID, Tool: req.Tool, Args: req.Args, Rerun: req.Rerun, Actor: req.Actor}
+	if req.Output != nil {
+		// The request's layout is the transport's, not the output's.
+		var b bytes.Buffer
+		if err := json.Compact(&b, req.Output); err != nil {
+			s.refuseInvalid(w, r, &records.FieldError{Field: "output", Rule: "must be JSON: " + err.Error()})
+			return
+		}
+		call.Output = b.Bytes()
+	}
+	a, err := c.RecordEffect(r.Context(), req.Thread, r.PathValue("run"), call)
+	if err != nil {
+		s.failRun(w, r, err)
+		return
+	}
+	out := runEffectResponse{Status: string(a.Outcome), Output: a.Output}
+	code := http.StatusOK
+	if a.Outcome != sdk.EffectAbsent {
+		out.ID, out.Clock = a.Receipt.ID.String(), a.Receipt.Clock
+	}
+	if a.Outcome == sdk.EffectRecorded {
+		code = http.StatusCreated
+	}
+	writeJSON(w, code, out)
+}
+
+// finishRunRequest is the body of POST /v1/runs/{run}/finish.
+type finishRunRequest struct {
+	Thread   string          `json:"thread"`
+	Actor    string          `json:"actor"`
+	State    string          `json:"state"`
+	Result   json.RawMessage `json:"result"`
+	Payload  json.RawMessage `json:"payload"` // more fields of the run_terminal checkpoint
+	Replayed int             `json:"replayed_effect_count"`
+}
+
+// finishRunResponse is its answer.
+type finishRunResponse struct {
+	ID     string `json:"id"`
+	Clock  uint64 `json:"clock"`
+	Status string `json:"status"`
+}
+
+// handleFinishRun writes a runner's run_terminal checkpoint.
+func (s *Server) handleFinishRun(w http.ResponseWriter, r *http.Request) {
+	var req finishRunRequest
+	c, ok := s.bodyRequest(w, r, &req)
+	if !ok {
+		return
+	}
+	t := sdk.Terminal{State: req.State}
+	if req.Result != nil && string(req.Result) != "null" {
+		v, err := records.ValueFromJSON(req.Result, "result")
+		if err != nil {
+			s.refuseInvalid(w, r, err)
+			return
+		}
+		t.Result = v
+	}
+	if req.Payload != nil && string(req.Payload) != "null" {
+		raw, err := records.ObjectFromJSON(req.Payload, "payload")
+		if err != nil {
+			s.refuseInvalid(w, r, err)
+			return
+		}
+		var m map[string]cbor.RawMessage
+		if err := cbor.Unmarshal(raw, &m); err != nil {
+			s.refuseInvalid(w, r, &records.FieldError{Field: "payload", Rule: err.Error()})
+			return
+		}
+		t.Payload = make(map[string]any, len(m))
+		for k, v := range m {
+			t.Payload[k] = v
+		}
+	}
+	rc, st, err := c.FinishRun(r.Context(), req.Thread, r.PathValue("run"), req.Actor, t, req.Replayed)
+	if err != nil {
+		s.failRun(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, finishRunResponse{ID: rc.ID.String(), Clock: rc.Clock, Status: string(st)})
+}
+
+// failRun answers an error of a run: a checkpoint that cannot be resumed
+// from is a stored record that does not verify (500, counted), as for
+// GET /v1/runs/{run}.
+func (s *Server) failRun(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, sdk.ErrCheckpointCorrupt) && !errors.Is(err, records.ErrCorrupt) {
+		s.m.corrupt.WithLabelValues("run").Inc()
+		err = errors.Join(err, records.ErrCorrupt)
+	}
+	s.fail(w, r, err)
 }

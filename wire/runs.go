@@ -66,3 +66,38 @@ type RunDetail struct {
 	Snapshot       *RunSnapshot    `json:"snapshot"`              // null when none
 	TerminalResult json.RawMessage `json:"terminal_result"`       // null unless the run finished with one
 }
+
+// RunCheckpointState is a checkpoint of a run with its payload, in a
+// RunState.
+type RunCheckpointState struct {
+	Phase   string          `json:"phase"`
+	Kind    string          `json:"kind"`
+	ID      string          `json:"id"`
+	Clock   uint64          `json:"clock"`
+	Time    string          `json:"time"`
+	TS      int64           `json:"ts"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+// RunCancel is a run's cancel request.
+type RunCancel struct {
+	Reason  string `json:"reason"`
+	Actor   string `json:"actor"`
+	Request string `json:"request"` // the id of the agent.run.cancel record
+	Clock   uint64 `json:"clock"`
+}
+
+// RunState is what a runner in another process needs to continue a run
+// (POST /v1/runs/{run}/open).
+type RunState struct {
+	RunID              string              `json:"run_id"`
+	Thread             string              `json:"thread"`
+	Status             string              `json:"status"`  // running, terminal, failed or cancelled
+	Resumed            bool                `json:"resumed"` // the run had checkpoints
+	Latest             *RunCheckpointState `json:"latest"`
+	Snapshot           *RunCheckpointState `json:"snapshot"` // the newest runtime snapshot
+	TerminalResult     json.RawMessage     `json:"terminal_result"`
+	PendingLLMResponse json.RawMessage     `json:"pending_llm_response"`
+	Effects            []RunEffect         `json:"effects"` // recorded, the newest per call id, in clock order
+	Cancel             *RunCancel          `json:"cancel"`
+}

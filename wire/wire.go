@@ -178,4 +178,26 @@ type Error struct {
 	// Clock is the thread's newest clock, for a conditional append
 	// refused because the thread had moved on (409 on expected_clock).
 	Clock *uint64 `json:"clock,omitempty"`
+	// Code names a conflict of a run that a runner acts on: ErrorRun*.
+	Code string `json:"code,omitempty"`
+	// Cancel is the cancel request of a cancelled run (ErrorRunCancelled).
+	Cancel *RunCancel `json:"cancel,omitempty"`
+	// Recorded, Got and RecordedTool are the input hashes and the tool of
+	// an effect whose input differs from the recorded one
+	// (ErrorEffectMismatch).
+	Recorded     string `json:"recorded,omitempty"`
+	Got          string `json:"got,omitempty"`
+	RecordedTool string `json:"recorded_tool,omitempty"`
 }
+
+// Codes of Error, for runners (409).
+const (
+	// ErrorRunCancelled: someone cancelled the run; stop, and finish it
+	// with state "cancelled".
+	ErrorRunCancelled = "run_cancelled"
+	// ErrorRunFinished: the run has its run_terminal checkpoint.
+	ErrorRunFinished = "run_finished"
+	// ErrorEffectMismatch: a result of another input is recorded for the
+	// call id (the determinism check); rerun runs the tool again.
+	ErrorEffectMismatch = "effect_mismatch"
+)

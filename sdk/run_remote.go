@@ -1,0 +1,447 @@
+package sdk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	splog "github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/records"
+)
+
+// Runs written by a runner in another process.
+//
+// A runner that is not a Go program (the Python and TypeScript SDKs, over
+// spl serve's HTTP API) holds no Run. Each of its requests is one of the
+// calls below, which keep Run's promises request by request:
+//
+//   - RunState is OpenRun's read: where the run stands, its newest
+//     checkpoint and snapshot, its stored result, its recorded effects
+//     and its cancel request.
+//   - WriteRunCheckpoints stores phase checkpoints, in order, durably;
+//     the runner's own queue makes them write-behind and coalesces its
+//     snapshots, as Run does.
+//   - RecordEffect is the effect protocol: asked without an output it
+//     says whether a result is recorded (replay it) or not (run the
+//     tool); asked with one it records it, unless a result with the same
+//     input hash was recorded first, which it answers instead. So a
+//     request retried after its answer was lost, or a second process on
+//     the same call id, records nothing twice: at most one recorded
+//     result per call id and input.
+//   - FinishRun writes the run_terminal checkpoint.
+//
+// Every write is refused once the run is finished (ErrRunFinished) or
+// cancelled (*RunCancelledError; FinishRun still takes the end of a
+// cancelled run).
+
+// RunState is what a runner needs to continue a run.
+type RunState struct {
+	Resume
+	// Effects are the recorded effects, the newest per call id, in clock
+	// order; none for a finished run.
+	Effects []RecordedEffect
+	// Cancel is the run's cancel request, when it was cancelled.
+	Cancel *RunCancelledError
+}
+
+// RunState reads run runID on thread as OpenRun does, without opening it:
+// a run with no checkpoint is a new one (Status RunRunning, Resumed
+// false), not an error.
+func (c *Client) RunState(ctx context.Context, thread, runID string) (RunState, error) {
+	if err := checkRun(thread, runID); err != nil {
+		return RunState{}, err
+	}
+	res, effects, err := c.loadRun(ctx, thread, runID)
+	if errors.Is(err, ErrNoCheckpoint) {
+		return RunState{Resume: Resume{Status: RunRunning}, Effects: []RecordedEffect{}}, nil
+	}
+	if err != nil {
+		return RunState{}, err
+	}
+	if err := c.loadBlob(ctx, res.Latest, thread, runID); err != nil {
+		return RunState{}, err
+	}
+	st := RunState{Resume: res, Effects: make([]RecordedEffect, 0, len(effects))}
+	for _, e := range effects {
+		st.Effects = append(st.Effects, e)
+	}
+	sortEffects(st.Effects)
+	if res.Status == RunCancelled {
+		if st.Cancel, err = c.runCancel(ctx, thread, runID); err != nil {
+			return RunState{}, err
+		}
+	}
+	return st, nil
+}
+
+// RunCheckpointWrite is one phase checkpoint for WriteRunCheckpoints.
+type RunCheckpointWrite struct {
+	Phase string
+	// Payload is a map, a struct, or the canonical CBOR of a map
+	// (cbor.RawMessage); nil is an empty map.
+	Payload any
+	Time    time.Time // timestamp_ms; now when zero
+}
+
+// WriteRunCheckpoints stores the checkpoints cps of run runID on thread,
+// in order, as actor (default: the client's), and returns once each is
+// durable, with their receipts. The phase rules are Checkpoint's; nothing
+// is stored when one checkpoint is refused, or when the run is finished
+// or cancelled.
+func (c *Client) WriteRunCheckpoints(ctx context.Context, thread, runID, actor string, cps []RunCheckpointWrite) ([]Receipt, error) {
+	if err := checkRun(thread, runID); err != nil {
+		return nil, err
+	}
+	if len(cps) == 0 {
+		return nil, &records.FieldError{Field: "checkpoints", Rule: "at least one"}
+	}
+	if actor = c.actorOr(actor); actor == "" {
+		return nil, ErrNoActor
+	}
+	if err := c.runWritable(ctx, thread, runID); err != nil {
+		return nil, err
+	}
+	recs := make([]*records.Record, len(cps))
+	for i, cp := range cps {
+		if err := checkPhase(cp.Phase); err != nil {
+			return nil, indexed(err, "checkpoints", i)
+		}
+		payload := cp.Payload
+		if payload == nil {
+			payload = map[string]any{}
+		}
+		ts := cp.Time
+		if ts.IsZero() {
+			ts = time.Now()
+		}
+		rec, err := c.runCheckpointRecord(ctx, thread, runID, actor, cp.Phase, payload, ts)
+		if err != nil {
+			return nil, indexed(err, "checkpoints", i)
+		}
+		recs[i] = rec
+	}
+	out := make([]Receipt, len(recs))
+	pend := make([]submitted, 0, len(recs))
+	defer func() {
+		for _, s := range pend {
+			if s.release != nil {
+				s.release()
+			}
+		}
+	}()
+	for _, rec := range recs {
+		s, err := c.submit(ctx, rec)
+		if err != nil {
+			return nil, fmt.Errorf("run %q: checkpoint: %w", runID, err)
+		}
+		pend = append(pend, s)
+	}
+	for i, s := range pend {
+		e, err := s.p.Wait(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("run %q: checkpoint %s: %w", runID, cps[i].Phase, err)
+		}
+		out[i] = receipt(e)
+	}
+	return out, nil
+}
+
+// indexed names element i of list in a field error on one of the
+// element's own fields (phase, payload…), not the request's (actor).
+func indexed(err error, list string, i int) error {
+	var fe *records.FieldError
+	if errors.As(err, &fe) && (fe.Field == "phase" || strings.HasPrefix(fe.Field, "payload")) {
+		return &records.FieldError{Field: fmt.Sprintf("%s[%d].%s", list, i, fe.Field), Rule: fe.Rule}
+	}
+	return err
+}
+
+// checkPhase validates the phase of a checkpoint written by Checkpoint
+// or WriteRunCheckpoints: run_terminal is Finish's.
+func checkPhase(phase string) error {
+	if !phaseRE.MatchString(phase) {
+		return &records.FieldError{Field: "phase", Rule: "must be lower-case letters, digits and _ (at most 64)"}
+	}
+	if phase == PhaseRunTerminal {
+		return &records.FieldError{Field: "phase", Rule: "run_terminal is written by Finish"}
+	}
+	return nil
+}
+
+// actorOr is actor, or the client's when empty.
+func (c *Client) actorOr(actor string) string {
+	if actor == "" {
+		return c.cfg.actor
+	}
+	return actor
+}
+
+// runWritable says whether run runID on thread takes writes: nil while
+// it runs (a run with no checkpoint is new), ErrRunFinished once it has
+// a run_terminal checkpoint (or none can be resumed from), its
+// *RunCancelledError once cancelled.
+func (c *Client) runWritable(ctx context.Context, thread, runID string) error {
+	cancelled, err := c.runEnding(ctx, thread, runID)
+	if err != nil || !cancelled {
+		return err
+	}
+	ce, err := c.runCancel(ctx, thread, runID)
+	if err != nil {
+		return err
+	}
+	if ce == nil {
+		return fmt.Errorf("run %q: %w", runID, ErrRunCancelled)
+	}
+	return ce
+}
+
+// runEnding says whether run runID on thread may take its run_terminal
+// checkpoint, and whether it was cancelled: ErrRunFinished once it has
+// one (or none can be resumed from).
+func (c *Client) runEnding(ctx context.Context, thread, runID string) (cancelled bool, err error) {
+	latest, _, err := c.latestRun(ctx, thread, runID)
+	if errors.Is(err, ErrNoCheckpoint) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	st, err := c.runStatus(ctx, thread, runID, latest)
+	switch {
+	case err != nil:
+		return false, err
+	case latest.Phase == PhaseRunTerminal || st == RunFailed || st == RunTerminal:
+		return false, fmt.Errorf("run %q is %s: %w", runID, st, ErrRunFinished)
+	}
+	return st == RunCancelled, nil
+}
+
+// EffectCall is one request of the effect protocol (RecordEffect).
+type EffectCall struct {
+	CallID string
+	Tool   string
+	// Args is the tool call's input as JSON; the input hash is InputHash
+	// of Tool and Args (as a json.RawMessage: its compact text).
+	Args json.RawMessage
+	// Output is the tool's output as JSON, to record; nil asks whether a
+	// result is recorded.
+	Output json.RawMessage
+	Rerun  bool   // a recorded result of another input is run again (RerunEffect)
+	Actor  string // default: the client's
+}
+
+// EffectOutcome is what RecordEffect did.
+type EffectOutcome string
+
+// Outcomes of RecordEffect.
+const (
+	// EffectReplayed: a result is recorded for the call id with the same
+	// input hash; it is the answer, and the tool must not run.
+	EffectReplayed EffectOutcome = "replayed"
+	// EffectAbsent: nothing is recorded (or, with Rerun, a result of
+	// another input is): run the tool, then send its output.
+	EffectAbsent EffectOutcome = "absent"
+	// EffectRecorded: the output sent is recorded.
+	EffectRecorded EffectOutcome = "recorded"
+)
+
+// EffectAnswer is RecordEffect's answer.
+type EffectAnswer struct {
+	Outcome EffectOutcome
+	Output  json.RawMessage // replayed or recorded (redacted as stored)
+	Receipt Receipt         // the effect record
+}
+
+// RecordEffect is one step of the effect protocol for run runID on
+// thread (see the top of this file): the answer of Run.Effect's rule
+// (effectStep) for a runner that runs its tools itself. A result of
+// another input recorded for the call id is an *EffectMismatchError
+// unless call.Rerun. The record is appended on condition that the run's
+// effects are still as read, so that two servers never record one call
+// twice.
+func (c *Client) RecordEffect(ctx context.Context, thread, runID string, call EffectCall) (EffectAnswer, error) {
+	if err := checkRun(thread, runID); err != nil {
+		return EffectAnswer{}, err
+	}
+	if err := checkCallID(call.CallID); err != nil {
+		return EffectAnswer{}, err
+	}
+	actor := c.actorOr(call.Actor)
+	if call.Output != nil && actor == "" {
+		return EffectAnswer{}, ErrNoActor
+	}
+	in, err := InputHash(call.Tool, call.Args)
+	if err != nil {
+		return EffectAnswer{}, err
+	}
+	if err := c.runWritable(ctx, thread, runID); err != nil {
+		return EffectAnswer{}, err
+	}
+	idx := c.effects.of(thread, runID)
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	for try := 0; ; try++ {
+		if err := idx.catchUp(ctx, c, thread, runID); err != nil {
+			return EffectAnswer{}, err
+		}
+		var recorded *RecordedEffect
+		if e, ok := idx.effects[call.CallID]; ok {
+			recorded = &e
+		}
+		replay, err := effectStep(runID, call.CallID, call.Tool, recorded, in, call.Rerun)
+		switch {
+		case err != nil:
+			return EffectAnswer{}, err
+		case replay:
+			out, err := c.effectOutput(ctx, *recorded, thread, runID)
+			if err != nil {
+				return EffectAnswer{}, err
+			}
+			return EffectAnswer{Outcome: EffectReplayed, Output: out, Receipt: recorded.Receipt}, nil
+		case call.Output == nil:
+			return EffectAnswer{Outcome: EffectAbsent}, nil
+		}
+		rec, re, err := c.effectRecord(ctx, thread, runID, actor, call.CallID, call.Tool, in, call.Output)
+		if err != nil {
+			return EffectAnswer{}, err
+		}
+		p, err := c.log.SubmitAfter(ctx, rec, idx.clock)
+		if err == nil {
+			var e splog.Entry
+			if e, err = p.Wait(ctx); err == nil {
+				re.Receipt = receipt(e)
+				idx.effects[call.CallID], idx.clock = re, e.Clock
+				return EffectAnswer{Outcome: EffectRecorded, Output: re.Output, Receipt: re.Receipt}, nil
+			}
+		}
+		if !errors.Is(err, splog.ErrMoved) || try == 8 {
+			return EffectAnswer{}, fmt.Errorf("run %q: effect %q: %w", runID, call.CallID, err)
+		}
+		// Another writer recorded an effect of the run first: read it,
+		// and decide again.
+	}
+}
+
+// FinishRun writes the run_terminal checkpoint of run runID on thread
+// (t's state, result and fields, and replayed: the effects the runner
+// replayed) durably, as actor (default: the client's), and returns it
+// with the run's status now. A run that is finished already is refused
+// with ErrRunFinished; a cancelled one takes its end.
+func (c *Client) FinishRun(ctx context.Context, thread, runID, actor string, t Terminal, replayed int) (Receipt, RunStatus, error) {
+	if err := checkRun(thread, runID); err != nil {
+		return Receipt{}, "", err
+	}
+	if replayed < 0 {
+		return Receipt{}, "", &records.FieldError{Field: "replayed_effect_count", Rule: "must not be negative"}
+	}
+	if actor = c.actorOr(actor); actor == "" {
+		return Receipt{}, "", ErrNoActor
+	}
+	cancelled, err := c.runEnding(ctx, thread, runID)
+	if err != nil {
+		return Receipt{}, "", err
+	}
+	if err := t.check(cancelled); err != nil {
+		return Receipt{}, "", err
+	}
+	rec, err := c.runCheckpointRecord(ctx, thread, runID, actor, PhaseRunTerminal, t.payload(replayed), time.Now())
+	if err != nil {
+		return Receipt{}, "", err
+	}
+	s, err := c.submit(ctx, rec)
+	if err != nil {
+		return Receipt{}, "", fmt.Errorf("run %q: %s: %w", runID, PhaseRunTerminal, err)
+	}
+	if s.release != nil {
+		defer s.release()
+	}
+	e, err := s.p.Wait(ctx)
+	if err != nil {
+		return Receipt{}, "", fmt.Errorf("run %q: %s: %w", runID, PhaseRunTerminal, err)
+	}
+	cp, err := decodeRunCheckpoint(Record{ID: e.ID, Clock: e.Clock, Record: e.Record}, thread, runID)
+	if err != nil {
+		return receipt(e), "", err
+	}
+	return receipt(e), cp.status(), nil
+}
+
+// effectIndexes holds, per run, the effects RecordEffect has read, so
+// that each request reads only the records appended since the last one.
+// It is a cache: a run it dropped is read again from the log, and the
+// conditional append, not the cache, keeps one record per call.
+type effectIndexes struct {
+	mu   sync.Mutex
+	runs map[string]*effectIndex
+}
+
+// maxEffectIndexes bounds the runs an effectIndexes holds.
+const maxEffectIndexes = 1024
+
+// effectIndex is the recorded effects of one run, as of its effects
+// thread's clock.
+type effectIndex struct {
+	mu      sync.Mutex // held for a whole RecordEffect: one decision at a time per run
+	clock   uint64     // the effects thread's newest record read
+	effects map[string]RecordedEffect
+}
+
+// of returns the index of run runID on thread.
+func (x *effectIndexes) of(thread, runID string) *effectIndex {
+	key := effectsThread(thread, runID)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if idx := x.runs[key]; idx != nil {
+		return idx
+	}
+	if x.runs == nil {
+		x.runs = make(map[string]*effectIndex)
+	}
+	if len(x.runs) >= maxEffectIndexes {
+		for k := range x.runs { // any one: it is read again when asked for
+			delete(x.runs, k)
+			break
+		}
+	}
+	idx := &effectIndex{effects: make(map[string]RecordedEffect)}
+	x.runs[key] = idx
+	return idx
+}
+
+// catchUp reads the effects appended since the index's clock. A record
+// of another kind there (an erasure) may have taken effects away: the
+// index is read again from the start.
+func (idx *effectIndex) catchUp(ctx context.Context, c *Client, thread, runID string) error {
+	from := idx.clock + 1
+	for again := false; ; again = true {
+		clock, effects, other := idx.clock, idx.effects, false
+		if from == 1 {
+			clock, effects = 0, make(map[string]RecordedEffect)
+		}
+		for e, err := range c.log.Read(ctx, effectsThread(thread, runID), splog.From(from), splog.ToEnd()) {
+			if err != nil {
+				return effectReadError(err, thread, runID)
+			}
+			clock = e.Clock
+			if e.Record.Header.Kind != KindRunEffect {
+				other = true
+				continue
+			}
+			re, err := decodeEffect(Record{ID: e.ID, Clock: e.Clock, Record: e.Record}, thread, runID)
+			if err != nil {
+				return err
+			}
+			effects[re.CallID] = re
+		}
+		if other && from != 1 && !again {
+			from = 1
+			continue
+		}
+		idx.clock, idx.effects = clock, effects
+		return nil
+	}
+}

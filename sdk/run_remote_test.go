@@ -1,0 +1,214 @@
+package sdk_test
+
+import (
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"github.com/spl-dev/spl/records"
+	"github.com/spl-dev/spl/sdk"
+)
+
+// TestRemoteRun drives a run as a runner in another process does (each
+// call one request), and checks that a Go Run resumes it as its own: the
+// records are one format, and the replay rule is one.
+func TestRemoteRun(t *testing.T) {
+	c := open(t, sdk.WithActor(runActor))
+	ctx := ctxT(t)
+	const thread, run = "th_remote", "r1"
+
+	st, err := c.RunState(ctx, thread, run)
+	if err != nil || st.Status != sdk.RunRunning || st.Resumed || st.Latest != nil || len(st.Effects) != 0 {
+		t.Fatalf("RunState of a new run: %+v %v", st, err)
+	}
+	rcs, err := c.WriteRunCheckpoints(ctx, thread, run, "", []sdk.RunCheckpointWrite{
+		{Phase: sdk.PhaseRunStarted, Payload: map[string]any{"agent_name": "py"}},
+		{Phase: sdk.PhaseStepStarted, Payload: cbor.RawMessage(mustCBOR(t, `{"step":1,"messages":[]}`))},
+		{Phase: sdk.PhasePostLLM, Payload: map[string]any{"step": 1, "pending_llm_response": map[string]any{"text": "calling", "tool_calls": []any{}}}},
+	})
+	if err != nil || len(rcs) != 3 || rcs[0].Clock != 1 || rcs[2].Clock != 3 {
+		t.Fatalf("WriteRunCheckpoints: %+v %v", rcs, err)
+	}
+
+	// The effect protocol: ask, run, record; then every later ask replays.
+	args := json.RawMessage(`{"n": 0}`)
+	ask := sdk.EffectCall{CallID: "call-0", Tool: "append_line", Args: args}
+	if a, err := c.RecordEffect(ctx, thread, run, ask); err != nil || a.Outcome != sdk.EffectAbsent {
+		t.Fatalf("ask before it ran: %+v %v", a, err)
+	}
+	rec := ask
+	rec.Output = json.RawMessage(`{"line":"call-0 {\"n\":0}"}`)
+	first, err := c.RecordEffect(ctx, thread, run, rec)
+	if err != nil || first.Outcome != sdk.EffectRecorded || string(first.Output) != string(rec.Output) {
+		t.Fatalf("record: %+v %v", first, err)
+	}
+	// A retry of the same request, and a second process with another
+	// output for the same call, get the first result: one record.
+	other := rec
+	other.Output = json.RawMessage(`{"line":"ran twice"}`)
+	for _, call := range []sdk.EffectCall{rec, other, ask} {
+		a, err := c.RecordEffect(ctx, thread, run, call)
+		if err != nil || a.Outcome != sdk.EffectReplayed || string(a.Output) != string(rec.Output) || a.Receipt != first.Receipt {
+			t.Fatalf("again: %+v %v, want the first result replayed", a, err)
+		}
+	}
+	// Another input for the call id: the determinism check.
+	changed := ask
+	changed.Args = json.RawMessage(`{"n":1}`)
+	var em *sdk.EffectMismatchError
+	if _, err := c.RecordEffect(ctx, thread, run, changed); !errors.As(err, &em) || em.RecordedTool != "append_line" {
+		t.Fatalf("another input: %v, want an *EffectMismatchError", err)
+	}
+	changed.Rerun = true
+	if a, err := c.RecordEffect(ctx, thread, run, changed); err != nil || a.Outcome != sdk.EffectAbsent {
+		t.Fatalf("rerun ask: %+v %v", a, err)
+	}
+	if _, err := c.RecordEffect(ctx, thread, run, sdk.EffectCall{CallID: "", Tool: "x"}); !errors.Is(err, records.ErrInvalid) {
+		t.Fatalf("no call id: %v", err)
+	}
+	if _, err := c.WriteRunCheckpoints(ctx, thread, run, "", []sdk.RunCheckpointWrite{{Phase: sdk.PhasePreLLM}, {Phase: sdk.PhaseRunTerminal}}); !isField(err, "checkpoints[1].phase") {
+		t.Fatalf("run_terminal as a checkpoint: %v, want a refusal naming checkpoints[1].phase", err)
+	}
+
+	// A Go runner resumes the run: the same snapshot, the effect replayed.
+	r := openRun(t, c, thread, run)
+	res := r.Resume()
+	if res.Status != sdk.RunRunning || res.Snapshot == nil || res.Snapshot.Phase != sdk.PhasePostLLM || res.Effects != 1 || res.PendingLLMResponse.IsZero() {
+		t.Fatalf("Go resume of a remote run: %+v", res)
+	}
+	calls := 0
+	er, err := r.Effect(ctx, "call-0", "append_line", json.RawMessage(`{"n":0}`), tool(`{"line":"again"}`, &calls))
+	if err != nil || !er.Replayed || calls != 0 || string(er.Output) != string(rec.Output) {
+		t.Fatalf("Go replay of a remote effect: %+v %v (calls %d)", er, err, calls)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	st, err = c.RunState(ctx, thread, run)
+	if err != nil || !st.Resumed || st.Snapshot == nil || len(st.Effects) != 1 || st.Effects[0].CallID != "call-0" {
+		t.Fatalf("RunState: %+v %v", st, err)
+	}
+	if _, _, err := c.FinishRun(ctx, thread, run, "", sdk.Terminal{State: "done"}, 0); !isField(err, "state") {
+		t.Fatalf("finish with an unknown state: %v", err)
+	}
+	rc, status, err := c.FinishRun(ctx, thread, run, "", sdk.Terminal{Result: map[string]any{"final_text": "ok"}}, 1)
+	if err != nil || status != sdk.RunTerminal || rc.Clock == 0 {
+		t.Fatalf("FinishRun: %v %v %v", rc, status, err)
+	}
+	st, err = c.RunState(ctx, thread, run)
+	if j, _ := st.Terminal.JSON(); err != nil || st.Status != sdk.RunTerminal || string(j) != `{"final_text":"ok"}` {
+		t.Fatalf("RunState of the finished run: %s %s %v", st.Status, j, err)
+	}
+	for name, err := range map[string]error{
+		"checkpoint": func() error {
+			_, err := c.WriteRunCheckpoints(ctx, thread, run, "", []sdk.RunCheckpointWrite{{Phase: sdk.PhasePreLLM}})
+			return err
+		}(),
+		"effect": func() error { _, err := c.RecordEffect(ctx, thread, run, rec); return err }(),
+		"finish": func() error { _, _, err := c.FinishRun(ctx, thread, run, "", sdk.Terminal{}, 0); return err }(),
+	} {
+		if !errors.Is(err, sdk.ErrRunFinished) {
+			t.Errorf("%s after the finish: %v, want ErrRunFinished", name, err)
+		}
+	}
+}
+
+// TestRemoteRunCancelled: a cancelled run refuses a runner's writes with
+// the cancel request, and ends only as cancelled.
+func TestRemoteRunCancelled(t *testing.T) {
+	c := open(t, sdk.WithActor(runActor))
+	ctx := ctxT(t)
+	const thread, run = "th_remote_cancel", "r1"
+	if _, err := c.WriteRunCheckpoints(ctx, thread, run, "", []sdk.RunCheckpointWrite{{Phase: sdk.PhaseRunStarted}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CancelRun(ctx, thread, run, "over budget", "did:sync:user:reviewer"); err != nil {
+		t.Fatal(err)
+	}
+	var ce *sdk.RunCancelledError
+	if _, err := c.WriteRunCheckpoints(ctx, thread, run, "", []sdk.RunCheckpointWrite{{Phase: sdk.PhasePreLLM}}); !errors.As(err, &ce) || ce.Reason != "over budget" {
+		t.Fatalf("checkpoint of a cancelled run: %v", err)
+	}
+	if _, err := c.RecordEffect(ctx, thread, run, sdk.EffectCall{CallID: "c", Tool: "t", Args: json.RawMessage(`{}`)}); !errors.As(err, &ce) {
+		t.Fatalf("effect of a cancelled run: %v", err)
+	}
+	if st, err := c.RunState(ctx, thread, run); err != nil || st.Status != sdk.RunCancelled || st.Cancel == nil || st.Cancel.Actor != "did:sync:user:reviewer" {
+		t.Fatalf("RunState: %+v %v", st, err)
+	}
+	if _, _, err := c.FinishRun(ctx, thread, run, "", sdk.Terminal{Result: "ok"}, 0); !isField(err, "state") {
+		t.Fatalf("finish of a cancelled run as completed: %v", err)
+	}
+	if _, st, err := c.FinishRun(ctx, thread, run, "", sdk.Terminal{State: "cancelled"}, 0); err != nil || st != sdk.RunCancelled {
+		t.Fatalf("finish as cancelled: %v %v", st, err)
+	}
+}
+
+// TestRemoteEffectRace: runners racing on one call id through two
+// clients (two servers' service layers), as two processes resumed at once
+// would, record it once and all get that result.
+func TestRemoteEffectRace(t *testing.T) {
+	ctx := ctxT(t)
+	dir := t.TempDir()
+	var clients [2]*sdk.Client
+	for i := range clients {
+		c, err := sdk.Open(ctx, sdk.WithDir(dir), sdk.WithActor(runActor))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		clients[i] = c
+	}
+	c := clients[0]
+	const thread, run = "th_remote_race", "r1"
+	const n = 8
+	if _, err := c.WriteRunCheckpoints(ctx, thread, run, "", []sdk.RunCheckpointWrite{{Phase: sdk.PhaseRunStarted}}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	answers := make([]sdk.EffectAnswer, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i], errs[i] = clients[i%2].RecordEffect(ctx, thread, run, sdk.EffectCall{CallID: "c", Tool: "t", Args: json.RawMessage(`{}`),
+				Output: json.RawMessage(`{"by":` + string(rune('0'+i)) + `}`)})
+		}()
+	}
+	wg.Wait()
+	recorded := 0
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("racer %d: %v", i, errs[i])
+		}
+		if answers[i].Outcome == sdk.EffectRecorded {
+			recorded++
+		}
+		if string(answers[i].Output) != string(answers[0].Output) || answers[i].Receipt != answers[0].Receipt {
+			t.Fatalf("racer %d got %s, racer 0 %s", i, answers[i].Output, answers[0].Output)
+		}
+	}
+	d, err := c.RunDetail(ctx, thread, run)
+	if err != nil || recorded != 1 || len(d.Effects) != 1 {
+		t.Fatalf("%d recorded, %d effect records (%v), want 1 and 1", recorded, len(d.Effects), err)
+	}
+}
+
+func mustCBOR(t *testing.T, js string) []byte {
+	t.Helper()
+	b, err := records.ObjectFromJSON([]byte(js), "payload")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// isField says whether err is a *records.FieldError on field.
+func isField(err error, field string) bool {
+	var fe *records.FieldError
+	return errors.As(err, &fe) && fe.Field == field
+}
