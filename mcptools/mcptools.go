@@ -92,6 +92,8 @@ func New(c *sdk.Client, right Right, o Options) (*mcp.Server, error) {
 			Description: "Fork a thread from one of its checkpoints (default the latest) into a new, empty thread, with changes to the copied state (paths like a.b): to try another approach without touching the original."}, t.fork)
 		add(s, &errs, &mcp.Tool{Name: "cancel_run", Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(false)},
 			Description: "Cancel a durable run, saying why: its runner stops at its next checkpoint or tool effect, and a resume runs nothing. A finished run is refused."}, t.cancelRun)
+		add(s, &errs, &mcp.Tool{Name: "signal_run", Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(false), DestructiveHint: ptr(false)},
+			Description: "Send a waiting durable run (status waiting) the signal it waits for, e.g. an approval, with data (any JSON value): the run is running again and its runner's next resume continues with the data. A run not waiting for that signal is refused, as is a second signal for one wait."}, t.signalRun)
 		add(s, &errs, &mcp.Tool{Name: "emit", Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(false), DestructiveHint: ptr(false)},
 			Description: "Append any record to a thread: an act (upper case, e.g. KNOW, DO, LEARN), a kind (lower-case dotted, e.g. agent.step) and a JSON object body."}, t.emit)
 	}
@@ -538,6 +540,27 @@ func (t tools) cancelRun(ctx context.Context, _ *mcp.CallToolRequest, in CancelI
 	}
 	out := Saved{ID: rc.ID.String(), Clock: rc.Clock, Thread: in.Thread}
 	return textResult(fmt.Sprintf("cancelled run %s: request %s at clock %d\n", in.Run, out.ID, out.Clock), out), out, nil
+}
+
+// SignalInput sends a waiting run its signal.
+type SignalInput struct {
+	Run    string `json:"run" jsonschema:"the run id"`
+	Name   string `json:"name" jsonschema:"the signal the run waits for (its waiting_for), e.g. approval"`
+	Data   any    `json:"data,omitempty" jsonschema:"the signal's data, any JSON value, e.g. {\"approved\": true}"`
+	Thread string `json:"thread,omitempty" jsonschema:"its thread, when the run id is on several"`
+	Actor  string `json:"actor,omitempty" jsonschema:"who sends it (a DID); default the server's actor"`
+}
+
+func (t tools) signalRun(ctx context.Context, _ *mcp.CallToolRequest, in SignalInput) (*mcp.CallToolResult, Saved, error) {
+	if in.Run == "" {
+		return nil, Saved{}, &records.FieldError{Field: "run", Rule: "required: a run id"}
+	}
+	rc, err := t.c.SignalRun(ctx, in.Thread, in.Run, in.Name, in.Data, t.actorOr(in.Actor))
+	if err != nil {
+		return nil, Saved{}, explain(err)
+	}
+	out := Saved{ID: rc.ID.String(), Clock: rc.Clock, Thread: in.Thread}
+	return textResult(fmt.Sprintf("signalled run %s: %s, request %s at clock %d\n", in.Run, in.Name, out.ID, out.Clock), out), out, nil
 }
 
 // SaveInput is a checkpoint to save.

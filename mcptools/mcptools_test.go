@@ -86,7 +86,7 @@ func TestToolsSaveAndReadBack(t *testing.T) {
 		names[tool.Name] = tool
 	}
 	for _, n := range []string{"save_checkpoint", "latest_checkpoint", "list_session_checkpoints", "inspect_checkpoint", "list_resumable_sessions",
-		"resume_session", "pause_session", "fork_session", "diff_checkpoints", "emit", "thread_tail", "search_threads", "list_runs", "get_run", "cancel_run"} {
+		"resume_session", "pause_session", "fork_session", "diff_checkpoints", "emit", "thread_tail", "search_threads", "list_runs", "get_run", "cancel_run", "signal_run"} {
 		if names[n] == nil {
 			t.Errorf("tool %s missing", n)
 		}

@@ -448,6 +448,9 @@ type Resume struct {
 	PendingLLMResponse Payload
 	// Effects is the number of tool effects recorded so far.
 	Effects int
+	// Signal is the signal the run waited for, when it came after the
+	// newest checkpoint (awaiting_signal): continue with its data.
+	Signal *RunSignal
 }
 
 // Run is an open run: write its checkpoints (Checkpoint, write-behind),
@@ -498,7 +501,13 @@ func (r *Run) Resume() Resume { return r.resume }
 func (c *Client) OpenRun(ctx context.Context, thread, runID string, opts ...RunOption) (*Run, error) {
 	r, err := c.ResumeRun(ctx, thread, runID, opts...)
 	if errors.Is(err, ErrNoCheckpoint) {
-		return c.newRun(thread, runID, Resume{Status: RunRunning}, nil, opts), nil
+		// Effects may have landed before the first checkpoint (a
+		// checkpoint is write-behind; an effect is durable).
+		effects, err := c.runEffects(ctx, thread, runID)
+		if err != nil {
+			return nil, err
+		}
+		return c.newRun(thread, runID, Resume{Status: RunRunning, Effects: len(effects)}, effects, opts), nil
 	}
 	return r, err
 }
@@ -537,6 +546,11 @@ func (c *Client) loadRun(ctx context.Context, thread, runID string) (Resume, map
 	if t, ok := latest.Terminal(); ok && res.Status == RunTerminal {
 		res.Terminal = t
 		return res, nil, nil
+	}
+	if st == RunRunning {
+		if res.Signal, err = c.signalFor(ctx, thread, runID, latest); err != nil {
+			return Resume{}, nil, err
+		}
 	}
 	if snap != nil {
 		if err := c.loadBlob(ctx, snap, thread, runID); err != nil {
@@ -644,7 +658,7 @@ func (c *Client) newRun(thread, runID string, res Resume, effects map[string]Rec
 		cfg: cfg, resume: res, effects: effects, exited: make(chan struct{}),
 	}
 	r.cond = sync.NewCond(&r.mu)
-	if res.Status != RunRunning {
+	if res.Status != RunRunning && res.Status != RunWaiting {
 		// Nothing more is written to a finished or cancelled run.
 		r.finished = true
 		close(r.exited)

@@ -105,7 +105,9 @@ func (c *Client) runCancel(ctx context.Context, thread, runID string) (*RunCance
 
 // runStatus is the status of a run whose newest checkpoint is latest: the
 // one rule every face shows. A run_terminal checkpoint says how it ended
-// (status); before one, a cancel request makes it cancelled.
+// (status); before one, a cancel request makes it cancelled, and an
+// awaiting_signal checkpoint whose signal has not come waiting
+// (run_signal.go).
 func (c *Client) runStatus(ctx context.Context, thread, runID string, latest *RunCheckpoint) (RunStatus, error) {
 	if st := latest.status(); st != RunRunning {
 		return st, nil
@@ -116,6 +118,15 @@ func (c *Client) runStatus(ctx context.Context, thread, runID string, latest *Ru
 	}
 	if cancel != nil {
 		return RunCancelled, nil
+	}
+	if awaitedSignal(latest) != "" {
+		sig, err := c.signalFor(ctx, thread, runID, latest)
+		if err != nil {
+			return "", err
+		}
+		if sig == nil {
+			return RunWaiting, nil
+		}
 	}
 	return RunRunning, nil
 }

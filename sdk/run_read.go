@@ -85,6 +85,9 @@ type RunInfo struct {
 	Updated time.Time // the newest checkpoint's timestamp_ms
 	Latest  Receipt   // the newest checkpoint
 	Problem string    // why the newest checkpoint cannot be read (Status failed), if so
+	// WaitingFor is the signal a waiting run waits for (Status
+	// RunWaiting).
+	WaitingFor string
 }
 
 // RunFilter narrows Runs.
@@ -98,9 +101,9 @@ type RunFilter struct {
 // (no record is scanned).
 func (c *Client) Runs(ctx context.Context, f RunFilter) ([]RunInfo, error) {
 	switch f.Status {
-	case "", RunRunning, RunTerminal, RunFailed, RunCancelled:
+	case "", RunRunning, RunWaiting, RunTerminal, RunFailed, RunCancelled:
 	default:
-		return nil, &records.FieldError{Field: "status", Rule: "must be running, terminal, failed or cancelled"}
+		return nil, &records.FieldError{Field: "status", Rule: "must be running, waiting, terminal, failed or cancelled"}
 	}
 	if f.Thread != "" {
 		if err := records.CheckThread(f.Thread); err != nil {
@@ -162,7 +165,16 @@ func (c *Client) runInfo(ctx context.Context, thread, runID string) RunInfo {
 		info.Status, info.Problem = RunFailed, err.Error()
 		return info
 	}
-	info.Status, info.Phase, info.Updated, info.Latest = st, latest.Phase, latest.Time, latest.Receipt
+	return newRunInfo(thread, runID, latest, st)
+}
+
+// newRunInfo is the RunInfo of a run whose newest checkpoint is latest
+// and status st.
+func newRunInfo(thread, runID string, latest *RunCheckpoint, st RunStatus) RunInfo {
+	info := RunInfo{Thread: thread, RunID: runID, Status: st, Phase: latest.Phase, Updated: latest.Time, Latest: latest.Receipt}
+	if st == RunWaiting {
+		info.WaitingFor = awaitedSignal(latest)
+	}
 	return info
 }
 
@@ -253,7 +265,7 @@ func (c *Client) RunDetail(ctx context.Context, thread, runID string) (RunDetail
 	if err != nil {
 		return RunDetail{}, err
 	}
-	d := RunDetail{RunInfo: RunInfo{Thread: thread, RunID: runID, Status: st, Phase: latest.Phase, Updated: latest.Time, Latest: latest.Receipt}}
+	d := RunDetail{RunInfo: newRunInfo(thread, runID, latest, st)}
 	if t, ok := latest.Terminal(); ok {
 		d.Terminal = t
 	}

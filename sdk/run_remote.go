@@ -50,14 +50,19 @@ type RunState struct {
 
 // RunState reads run runID on thread as OpenRun does, without opening it:
 // a run with no checkpoint is a new one (Status RunRunning, Resumed
-// false), not an error.
+// false; with the effects recorded before its first checkpoint landed),
+// not an error.
 func (c *Client) RunState(ctx context.Context, thread, runID string) (RunState, error) {
 	if err := checkRun(thread, runID); err != nil {
 		return RunState{}, err
 	}
 	res, effects, err := c.loadRun(ctx, thread, runID)
 	if errors.Is(err, ErrNoCheckpoint) {
-		return RunState{Resume: Resume{Status: RunRunning}, Effects: []RecordedEffect{}}, nil
+		// A new run, or one whose effects landed before its first
+		// checkpoint did.
+		res = Resume{Status: RunRunning}
+		effects, err = c.runEffects(ctx, thread, runID)
+		res.Effects = len(effects)
 	}
 	if err != nil {
 		return RunState{}, err

@@ -212,3 +212,24 @@ func isField(err error, field string) bool {
 	var fe *records.FieldError
 	return errors.As(err, &fe) && fe.Field == field
 }
+
+// TestRemoteEffectBeforeCheckpoint: an effect durable before the run's
+// first (write-behind) checkpoint landed is still replayed, by a runner
+// in another process and by a Go one.
+func TestRemoteEffectBeforeCheckpoint(t *testing.T) {
+	c := open(t, sdk.WithActor(runActor))
+	ctx := ctxT(t)
+	const thread, run = "th_remote_early", "r1"
+	if _, err := c.RecordEffect(ctx, thread, run, sdk.EffectCall{CallID: "c0", Tool: "t", Args: json.RawMessage(`{}`), Output: json.RawMessage(`{"ok":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.RunState(ctx, thread, run)
+	if err != nil || st.Resumed || len(st.Effects) != 1 || st.Effects[0].CallID != "c0" {
+		t.Fatalf("RunState: %+v %v, want the effect listed", st, err)
+	}
+	r := openRun(t, c, thread, run)
+	calls := 0
+	if er, err := r.Effect(ctx, "c0", "t", json.RawMessage(`{}`), tool(`{"ok":2}`, &calls)); err != nil || !er.Replayed || calls != 0 {
+		t.Fatalf("Go effect: %+v %v (calls %d), want the early one replayed", er, err, calls)
+	}
+}

@@ -11,7 +11,7 @@ import (
 // GET /v1/runs answers it.
 func (i RunInfo) Wire() wire.Run {
 	w := wire.Run{Thread: i.Thread, RunID: i.RunID, Status: string(i.Status), Phase: i.Phase,
-		LatestID: wire.OptionalID(i.Latest.ID), LatestClock: i.Latest.Clock, Problem: i.Problem}
+		LatestID: wire.OptionalID(i.Latest.ID), LatestClock: i.Latest.Clock, Problem: i.Problem, WaitingFor: i.WaitingFor}
 	if !i.Updated.IsZero() {
 		w.Updated, w.UpdatedTS = wire.FormatTime(i.Updated), i.Updated.UnixMilli()
 	}
@@ -84,6 +84,16 @@ func (s RunState) Wire(thread, runID string) (wire.RunState, error) {
 	}
 	if c := s.Cancel; c != nil {
 		w.Cancel = &wire.RunCancel{Reason: c.Reason, Actor: c.Actor, Request: c.Request.ID.String(), Clock: c.Request.Clock}
+	}
+	if s.Status == RunWaiting {
+		w.WaitingFor = awaitedSignal(s.Latest)
+	}
+	if g := s.Signal; g != nil {
+		data, err := g.Data.JSON()
+		if err != nil {
+			return w, fmt.Errorf("signal at clock %d: data: %w", g.Request.Clock, err)
+		}
+		w.Signal = &wire.RunSignal{Name: g.Name, Data: data, Actor: g.Actor, Request: g.Request.ID.String(), Clock: g.Request.Clock}
 	}
 	return w, nil
 }

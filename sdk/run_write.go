@@ -279,6 +279,9 @@ func (c *Client) runCheckpointRecord(ctx context.Context, thread, runID, actor, 
 	if len(raw) == 0 || raw[0]>>5 != 5 {
 		return nil, &records.FieldError{Field: "payload", Rule: "must be a map"}
 	}
+	if err := checkAwaiting(phase, raw); err != nil {
+		return nil, err
+	}
 	kind := KindRunCheckpoint
 	if isSnapshotPhase(phase) {
 		kind = KindRunSnapshot

@@ -196,6 +196,8 @@ func (s *Server) classify(r *http.Request, err error) (int, wire.Error) {
 			Rule: "the input recorded for this call_id; rerun runs the tool again", Recorded: em.Recorded, Got: em.Got, RecordedTool: em.RecordedTool}
 	case errors.Is(err, sdk.ErrRunFinished):
 		return http.StatusConflict, wire.Error{Error: err.Error(), Code: wire.ErrorRunFinished}
+	case errors.Is(err, sdk.ErrNotWaiting):
+		return http.StatusConflict, wire.Error{Error: err.Error(), Code: wire.ErrorRunNotWaiting}
 	case errors.As(err, &tm):
 		return http.StatusConflict, wire.Error{Error: err.Error(), Field: "expected_clock",
 			Rule: fmt.Sprintf("the clock of the thread's newest record: %d", tm.Current), Clock: &tm.Current}

@@ -96,11 +96,52 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, cancelResponse{Run: r.PathValue("run"), Request: rc.ID.String(), Clock: rc.Clock})
 }
 
+// signalRequest is the body of POST /v1/runs/{run}/signal.
+type signalRequest struct {
+	Thread string          `json:"thread"` // when the run id is on several threads
+	Name   string          `json:"name"`
+	Data   json.RawMessage `json:"data"` // any JSON value
+	Actor  string          `json:"actor"`
+}
+
+// signalResponse is its answer: the signal recorded.
+type signalResponse struct {
+	Run     string `json:"run_id"`
+	Name    string `json:"name"`
+	Request string `json:"request"` // the id of the agent.run.signal record
+	Clock   uint64 `json:"clock"`
+}
+
+// handleSignal sends a waiting run its signal, as spl run signal does.
+func (s *Server) handleSignal(w http.ResponseWriter, r *http.Request) {
+	var req signalRequest
+	c, ok := s.bodyRequest(w, r, &req)
+	if !ok {
+		return
+	}
+	var data any
+	if req.Data != nil && string(req.Data) != "null" {
+		v, err := records.ValueFromJSON(req.Data, "data")
+		if err != nil {
+			s.refuseInvalid(w, r, err)
+			return
+		}
+		data = v
+	}
+	rc, err := c.SignalRun(r.Context(), req.Thread, r.PathValue("run"), req.Name, data, req.Actor)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, signalResponse{Run: r.PathValue("run"), Name: req.Name, Request: rc.ID.String(), Clock: rc.Clock})
+}
+
 // runRoutes adds the routes of runs (docs/http-api.yaml).
 func (s *Server) runRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/runs", s.handleRuns)
 	mux.HandleFunc("GET /v1/runs/{run}", s.handleRun)
 	mux.HandleFunc("POST /v1/runs/{run}/cancel", s.handleCancel)
+	mux.HandleFunc("POST /v1/runs/{run}/signal", s.handleSignal)
 	mux.HandleFunc("POST /v1/runs/{run}/open", s.handleOpenRun)
 	mux.HandleFunc("POST /v1/runs/{run}/checkpoints", s.handleRunCheckpoints)
 	mux.HandleFunc("POST /v1/runs/{run}/effects", s.handleRunEffect)

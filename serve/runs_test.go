@@ -134,3 +134,41 @@ func TestRunOverHTTP(t *testing.T) {
 		}
 	}
 }
+
+// A run waits for an approval over HTTP: open says waiting and for what;
+// POST /v1/runs/{run}/signal sends it once (a second, or another name,
+// is 409 run_not_waiting); the next open carries the signal's data.
+func TestRunSignalOverHTTP(t *testing.T) {
+	s := start(t, Config{})
+	b := base(s) + "/v1/runs/r1"
+	post := func(route, body string, out any) int {
+		t.Helper()
+		return call(t, "POST", b+route, body, out)
+	}
+	if code := post("/checkpoints", `{"thread":"th","actor":"`+actor+`","checkpoints":[{"phase":"awaiting_signal","payload":{"signal":"approval","question":"ship?"}}]}`, nil); code != http.StatusCreated {
+		t.Fatalf("awaiting_signal: %d", code)
+	}
+	var st wire.RunState
+	if code := post("/open", `{"thread":"th"}`, &st); code != http.StatusOK || st.Status != "waiting" || st.WaitingFor != "approval" || st.Signal != nil {
+		t.Fatalf("open a waiting run: %d %+v", code, st)
+	}
+	var e wire.Error
+	if code := post("/signal", `{"thread":"th","name":"rejection","actor":"`+actor+`"}`, &e); code != http.StatusConflict || e.Code != wire.ErrorRunNotWaiting {
+		t.Fatalf("another signal: %d %+v", code, e)
+	}
+	var sr signalResponse
+	if code := post("/signal", `{"name":"approval","data":{"approved":true,"n":12345678901234567890},"actor":"did:sync:user:ana"}`, &sr); code != http.StatusOK || sr.Clock != 2 {
+		t.Fatalf("signal: %d %+v", code, sr)
+	}
+	if code := post("/signal", `{"thread":"th","name":"approval","actor":"`+actor+`"}`, &e); code != http.StatusConflict || e.Code != wire.ErrorRunNotWaiting {
+		t.Fatalf("a second signal: %d %+v", code, e)
+	}
+	if code := post("/open", `{"thread":"th"}`, &st); code != http.StatusOK || st.Status != "running" || st.Signal == nil ||
+		st.Signal.Name != "approval" || st.Signal.Actor != "did:sync:user:ana" || string(st.Signal.Data) != `{"approved":true,"n":12345678901234567890}` {
+		t.Fatalf("open after the signal: %d %+v", code, st.Signal)
+	}
+	var runs runsResponse
+	if code := call(t, "GET", base(s)+"/v1/runs?status=waiting", "", &runs); code != http.StatusOK || len(runs.Runs) != 0 {
+		t.Fatalf("waiting runs after the signal: %d %+v", code, runs)
+	}
+}

@@ -13,7 +13,8 @@ type Run struct {
 	UpdatedTS   int64   `json:"updated_ts"` // the same in Unix milliseconds
 	LatestID    *string `json:"latest_id"`  // the newest checkpoint; null when it cannot be read
 	LatestClock uint64  `json:"latest_clock"`
-	Problem     string  `json:"problem,omitempty"` // why the newest checkpoint cannot be read
+	Problem     string  `json:"problem,omitempty"`     // why the newest checkpoint cannot be read
+	WaitingFor  string  `json:"waiting_for,omitempty"` // status waiting: the signal the run waits for
 }
 
 // RunPhase is one phase checkpoint of a run, in a RunDetail.
@@ -100,4 +101,15 @@ type RunState struct {
 	PendingLLMResponse json.RawMessage     `json:"pending_llm_response"`
 	Effects            []RunEffect         `json:"effects"` // recorded, the newest per call id, in clock order
 	Cancel             *RunCancel          `json:"cancel"`
+	WaitingFor         string              `json:"waiting_for,omitempty"` // status waiting: the signal awaited
+	Signal             *RunSignal          `json:"signal"`                // the signal awaited, come: continue with its data
+}
+
+// RunSignal is a signal sent to a run.
+type RunSignal struct {
+	Name    string          `json:"name"`
+	Data    json.RawMessage `json:"data"`
+	Actor   string          `json:"actor"`
+	Request string          `json:"request"` // the id of the agent.run.signal record
+	Clock   uint64          `json:"clock"`
 }

@@ -200,4 +200,6 @@ const (
 	// ErrorEffectMismatch: a result of another input is recorded for the
 	// call id (the determinism check); rerun runs the tool again.
 	ErrorEffectMismatch = "effect_mismatch"
+	// ErrorRunNotWaiting: a signal to a run not waiting for it.
+	ErrorRunNotWaiting = "run_not_waiting"
 )

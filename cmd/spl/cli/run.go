@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
 	"github.com/spl-dev/spl/wire"
 )
@@ -20,17 +21,18 @@ func newRunCommand(a *app) *cobra.Command {
 		Short: "List the durable runs of agents, and show one",
 		RunE:  groupRunE,
 	}
-	cmd.AddCommand(newRunListCommand(a), newRunShowCommand(a), newRunCancelCommand(a))
+	cmd.AddCommand(newRunListCommand(a), newRunShowCommand(a), newRunCancelCommand(a), newRunSignalCommand(a))
 	return cmd
 }
 
 func newRunListCommand(a *app) *cobra.Command {
 	var thread, status string
 	cmd := &cobra.Command{
-		Use:   "list [--thread T] [--status running|terminal|failed]",
+		Use:   "list [--thread T] [--status running|waiting|terminal|failed|cancelled]",
 		Short: "List runs and where they stand",
-		Long: `List runs, by thread and run id: the status (running, terminal, failed),
-the phase and time of the newest checkpoint. With --json, every field.`,
+		Long: `List runs, by thread and run id: the status (running, waiting for a signal,
+terminal, failed, cancelled), the phase and time of the newest checkpoint.
+With --json, every field.`,
 		Example: `  spl run list
   spl run list --thread th_support --status running`,
 		Args: cobra.NoArgs,
@@ -63,7 +65,7 @@ the phase and time of the newest checkpoint. With --json, every field.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&thread, "thread", "", "only the runs of this thread")
-	f.StringVar(&status, "status", "", "only runs in this status: running, terminal, failed or cancelled")
+	f.StringVar(&status, "status", "", "only runs in this status: running, waiting, terminal, failed or cancelled")
 	return cmd
 }
 
@@ -120,6 +122,9 @@ func writeRunDetail(out io.Writer, d wire.RunDetail) error {
 	field("run", d.RunID)
 	field("thread", printable(d.Thread))
 	field("status", d.Status)
+	if d.WaitingFor != "" {
+		field("waits for", d.WaitingFor)
+	}
 	field("updated", orDash(d.Updated))
 	b.WriteString("phases:\n")
 	for _, p := range d.Phases {
@@ -186,6 +191,51 @@ finished, or was cancelled already, is refused (exit 1). Without
 	f := cmd.Flags()
 	f.StringVar(&thread, "thread", "", "the thread of the run")
 	f.StringVar(&reason, "reason", "", "why the run is cancelled (required)")
+	f.StringVar(&actor, "actor", "", "actor DID (default $SPL_ACTOR)")
+	return cmd
+}
+
+func newRunSignalCommand(a *app) *cobra.Command {
+	var thread, data, actor string
+	cmd := &cobra.Command{
+		Use:   "signal RUN NAME [--data JSON] [--thread T]",
+		Short: "Send a waiting run the signal it waits for (an approval)",
+		Long: `Send signal NAME, with --data (any JSON value), to RUN, which must be
+waiting for it (status waiting: its newest checkpoint is awaiting_signal
+naming NAME). The signal is a record of kind agent.run.signal on the run's
+thread; the run is running again, and its runner's next resume continues
+with the data. A run waiting for another signal, or for none, is refused
+(exit 1), as is a second signal for one wait. Without --thread, the run id
+must be on one thread only.`,
+		Example: `  spl run signal run_42 approval --data '{"approved": true, "by": "ana"}'`,
+		Args:    cobra.ExactArgs(2),
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			actor, err := actorFlag(actor)
+			if err != nil {
+				return fmt.Errorf("run signal: %w", err)
+			}
+			var v any
+			if data != "" {
+				if v, err = records.ValueFromJSON([]byte(data), "data"); err != nil {
+					return fmt.Errorf("run signal: %w", err)
+				}
+			}
+			return a.withClient(cmd, "run signal", func(ctx context.Context, c *sdk.Client) error {
+				rc, err := c.SignalRun(ctx, thread, args[0], args[1], v, actor)
+				if err != nil {
+					return fmt.Errorf("run signal: %w", err)
+				}
+				if a.json {
+					return writeJSON(cmd.OutOrStdout(), map[string]any{"run_id": args[0], "signal": args[1], "request": rc.ID.String(), "clock": rc.Clock})
+				}
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "signalled %s: %s, request %s at clock %d\n", args[0], args[1], rc.ID, rc.Clock)
+				return err
+			})
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&thread, "thread", "", "the thread of the run")
+	f.StringVar(&data, "data", "", "the signal's data, any JSON value")
 	f.StringVar(&actor, "actor", "", "actor DID (default $SPL_ACTOR)")
 	return cmd
 }

@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spl-dev/spl/sdk"
 	"github.com/spl-dev/spl/wire"
@@ -175,5 +177,54 @@ func TestRecordShowShortID(t *testing.T) {
 	}
 	if r := spl(t, home, "", "record", "show", "zzzzzzzzzzzz", "--thread", "th_short"); r.code != ExitNotFound {
 		t.Fatalf("record show of an end no id has: exit %d %q", r.code, r.stderr)
+	}
+}
+
+// TestRunSignal: a waiting run is listed and shown as waiting, for what;
+// spl run signal sends it its signal with data, once; a signal of another
+// name, a second one and bad data are refused (exit 1).
+func TestRunSignal(t *testing.T) {
+	home := t.TempDir()
+	ctx := context.Background()
+	c, err := sdk.Open(ctx, sdk.WithDir(home), sdk.WithActor(seedActor))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.OpenRun(ctx, "th_signal", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := r.AwaitSignal(wait, "approval", map[string]any{"question": "ship?"}); !errors.Is(err, sdk.ErrStillWaiting) {
+		t.Fatalf("AwaitSignal: %v", err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	runs := decodeJSON[[]wire.Run](t, mustSPL(t, home, "", "--json", "run", "list", "--status", "waiting").stdout)
+	if len(runs) != 1 || runs[0].WaitingFor != "approval" {
+		t.Fatalf("waiting runs: %+v", runs)
+	}
+	if out := mustSPL(t, home, "", "run", "show", "r1").stdout; !strings.Contains(out, "status      waiting\n") || !strings.Contains(out, "waits for   approval\n") {
+		t.Fatalf("run show:\n%s", out)
+	}
+	for _, args := range [][]string{
+		{"run", "signal", "r1", "rejection", "--actor", seedActor},
+		{"run", "signal", "r1", "approval", "--data", `{"a":1,"a":2}`, "--actor", seedActor},
+	} {
+		if res := spl(t, home, "", args...); res.code != ExitUsage {
+			t.Fatalf("%v: exit %d, %q, want 1", args, res.code, res.stderr)
+		}
+	}
+	mustSPL(t, home, "", "run", "signal", "r1", "approval", "--data", `{"approved":true}`, "--actor", seedActor)
+	if res := spl(t, home, "", "run", "signal", "r1", "approval", "--actor", seedActor); res.code != ExitUsage || !strings.Contains(res.stderr, "waiting for no signal") {
+		t.Fatalf("a second signal: exit %d, %q", res.code, res.stderr)
+	}
+	if runs := decodeJSON[[]wire.Run](t, mustSPL(t, home, "", "--json", "run", "list").stdout); len(runs) != 1 || runs[0].Status != "running" {
+		t.Fatalf("after the signal: %+v", runs)
 	}
 }
