@@ -50,6 +50,7 @@ type runnerOut struct {
 	LLMCalls int             `json:"llm_calls_this_process"`
 	Ran      int             `json:"ran_effects"`
 	Replayed int             `json:"replayed_effects"`
+	Waiting  string          `json:"waiting_for"`
 }
 
 // runner runs the example on h; killed says whether it died of SIGKILL.

@@ -46,6 +46,9 @@ type RunState struct {
 	Effects []RecordedEffect
 	// Cancel is the run's cancel request, when it was cancelled.
 	Cancel *RunCancelledError
+	// Signals are the signals sent to the run, in clock order: a runner
+	// waiting for a name one of them bears has its answer.
+	Signals []RunSignal
 }
 
 // RunState reads run runID on thread as OpenRun does, without opening it:
@@ -77,6 +80,11 @@ func (c *Client) RunState(ctx context.Context, thread, runID string) (RunState, 
 	sortEffects(st.Effects)
 	if res.Status == RunCancelled {
 		if st.Cancel, err = c.runCancel(ctx, thread, runID); err != nil {
+			return RunState{}, err
+		}
+	}
+	if res.Resumed && res.Status != RunTerminal {
+		if st.Signals, err = c.runSignals(ctx, thread, runID); err != nil {
 			return RunState{}, err
 		}
 	}

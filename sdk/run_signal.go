@@ -113,6 +113,38 @@ func (c *Client) runSignal(ctx context.Context, thread, runID string) (*RunSigna
 		Request: Receipt{ID: e.ID, Clock: e.Clock}, Time: e.Record.Time()}, nil
 }
 
+// runSignals is every signal sent to a run, in clock order: a read of
+// the run thread's signal subject alone.
+func (c *Client) runSignals(ctx context.Context, thread, runID string) ([]RunSignal, error) {
+	var out []RunSignal
+	for e, err := range c.log.Read(ctx, RunThread(thread, runID), splog.Kind(KindRunSignal)) {
+		if err != nil {
+			return nil, fmt.Errorf("run %q: signals: %w", runID, err)
+		}
+		var b runSignalBody
+		if err := e.Record.DecodeBody(&b); err != nil {
+			return nil, fmt.Errorf("run %q: signal at clock %d: %w", runID, e.Clock, err)
+		}
+		out = append(out, RunSignal{Name: b.Name, Data: Payload{raw: b.Data}, Actor: e.Record.Header.Actor,
+			Request: Receipt{ID: e.ID, Clock: e.Clock}, Time: e.Record.Time()})
+	}
+	return out, nil
+}
+
+// signalNamed is the first signal of name sent to a run, nil when none.
+func (c *Client) signalNamed(ctx context.Context, thread, runID, name string) (*RunSignal, error) {
+	sigs, err := c.runSignals(ctx, thread, runID)
+	if err != nil {
+		return nil, err
+	}
+	for i := range sigs {
+		if sigs[i].Name == name {
+			return &sigs[i], nil
+		}
+	}
+	return nil, nil
+}
+
 // signalFor is the signal that ends the wait of checkpoint latest: the
 // newest signal, when it came after latest and bears the awaited name;
 // nil while the run waits (or latest awaits nothing).
@@ -184,19 +216,26 @@ func (c *Client) SignalRun(ctx context.Context, thread, runID, name string, data
 	}
 }
 
-// AwaitSignal makes the run wait for signal name: a resume that found it
-// sent returns it at once (Resume().Signal); otherwise it records a
-// durable checkpoint of phase awaiting_signal (payload's fields and
-// "signal": name), unless the run already waits for name, and waits for
-// the signal until ctx ends. Then it returns ErrStillWaiting: the run
-// stays waiting, the process may end, and a resume after the signal
-// continues with it.
-func (r *Run) AwaitSignal(ctx context.Context, name string, payload map[string]any) (*RunSignal, error) {
+// AwaitSignal makes the run wait for signal name. A name is one wait of
+// the run (wait twice: use two names): when a signal of that name was
+// sent, it returns it at once. Otherwise it records a durable checkpoint
+// of phase awaiting_signal (payload's fields and "signal": name), unless
+// the run was opened waiting for name and has written nothing since, and
+// waits for
+// the signal at most wait (0: not at all) and while ctx lasts. Then it
+// returns ErrStillWaiting: the run stays waiting, the process may end,
+// and a resume after the signal continues with it.
+func (r *Run) AwaitSignal(ctx context.Context, name string, payload map[string]any, wait time.Duration) (*RunSignal, error) {
 	if err := checkSignalName("name", name); err != nil {
 		return nil, err
 	}
 	if s := r.resume.Signal; s != nil && s.Name == name {
 		return s, nil
+	}
+	// A name is one wait: a signal of it sent before (this run resumed
+	// from a checkpoint written after the wait) is the answer.
+	if s, err := r.c.signalNamed(ctx, r.thread, r.id, name); err != nil || s != nil {
+		return s, err
 	}
 	if err := r.cancelled(); err != nil {
 		return nil, err
@@ -213,7 +252,10 @@ func (r *Run) AwaitSignal(ctx context.Context, name string, payload map[string]a
 	}
 	defer stop()
 	var since uint64
-	if l := r.resume.Latest; r.resume.Status == RunWaiting && awaitedSignal(l) == name {
+	r.mu.Lock()
+	untouched := r.enqueued == 0 // nothing written since the resume
+	r.mu.Unlock()
+	if l := r.resume.Latest; untouched && r.resume.Status == RunWaiting && awaitedSignal(l) == name {
 		since = l.Clock
 	} else {
 		p := make(map[string]any, len(payload)+1)
@@ -231,6 +273,8 @@ func (r *Run) AwaitSignal(ctx context.Context, name string, payload map[string]a
 		}
 		since = rc.Clock
 	}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
 	for {
 		sig, err := r.c.runSignal(ctx, r.thread, r.id)
 		if err != nil && ctx.Err() == nil {
@@ -242,6 +286,8 @@ func (r *Run) AwaitSignal(ctx context.Context, name string, payload map[string]a
 		select {
 		case <-notify:
 		case <-time.After(5 * time.Second): // a notice missed across a reconnect
+		case <-deadline.C:
+			return nil, fmt.Errorf("spl/sdk: run %q: signal %q: %w", r.id, name, ErrStillWaiting)
 		case <-ctx.Done():
 			return nil, fmt.Errorf("spl/sdk: run %q: signal %q: %w (%w)", r.id, name, ErrStillWaiting, ctx.Err())
 		}

@@ -1,7 +1,6 @@
 package sdk_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -24,9 +23,7 @@ func TestRunSignal(t *testing.T) {
 	if _, err := c.SignalRun(ctx, thread, "r1", "approval", nil, ""); !errors.Is(err, sdk.ErrNotWaiting) {
 		t.Fatalf("signal to a running run: %v, want ErrNotWaiting", err)
 	}
-	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-	defer cancel()
-	if _, err := r.AwaitSignal(short, "approval", map[string]any{"question": "ship it?"}); !errors.Is(err, sdk.ErrStillWaiting) {
+	if _, err := r.AwaitSignal(ctx, "approval", map[string]any{"question": "ship it?"}, 200*time.Millisecond); !errors.Is(err, sdk.ErrStillWaiting) {
 		t.Fatalf("AwaitSignal with no signal: %v, want ErrStillWaiting", err)
 	}
 	if err := r.Close(); err != nil {
@@ -54,7 +51,7 @@ func TestRunSignal(t *testing.T) {
 	var sig *sdk.RunSignal
 	go func() {
 		var err error
-		sig, err = w.AwaitSignal(ctx, "approval", nil)
+		sig, err = w.AwaitSignal(ctx, "approval", nil, time.Minute)
 		got <- err
 	}()
 	rc, err := c.SignalRun(ctx, thread, "r1", "approval", map[string]any{"approved": true, "by": "ana"}, "did:sync:user:ana")
@@ -88,8 +85,23 @@ func TestRunSignal(t *testing.T) {
 	if err := s.Data.Decode(&data); err != nil || data["approved"] != true || data["by"] != "ana" {
 		t.Fatalf("signal data: %v %v", data, err)
 	}
-	if s2, err := again.AwaitSignal(ctx, "approval", nil); err != nil || s2.Request != rc {
+	if s2, err := again.AwaitSignal(ctx, "approval", nil, 0); err != nil || s2.Request != rc {
 		t.Fatalf("AwaitSignal after a resume with it: %+v %v", s2, err)
+	}
+	// Killed after a checkpoint past the wait: the name is the wait, and
+	// its answer is found again, not waited for anew.
+	if err := again.Checkpoint(ctx, sdk.PhaseRunStarted, map[string]any{}, sdk.Durable()); err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again = openRun(t, c, thread, "r1")
+	if again.Resume().Signal != nil || again.Resume().Status != sdk.RunRunning {
+		t.Fatalf("resume past the wait: %+v", again.Resume())
+	}
+	if s3, err := again.AwaitSignal(ctx, "approval", nil, 0); err != nil || s3.Request != rc {
+		t.Fatalf("AwaitSignal of an answered name: %+v %v", s3, err)
 	}
 	if _, err := again.Finish(ctx, sdk.Terminal{Result: "shipped"}); err != nil {
 		t.Fatal(err)

@@ -89,11 +89,19 @@ func (s RunState) Wire(thread, runID string) (wire.RunState, error) {
 		w.WaitingFor = awaitedSignal(s.Latest)
 	}
 	if g := s.Signal; g != nil {
-		data, err := g.Data.JSON()
+		ws, err := g.Wire()
 		if err != nil {
-			return w, fmt.Errorf("signal at clock %d: data: %w", g.Request.Clock, err)
+			return w, err
 		}
-		w.Signal = &wire.RunSignal{Name: g.Name, Data: data, Actor: g.Actor, Request: g.Request.ID.String(), Clock: g.Request.Clock}
+		w.Signal = &ws
+	}
+	w.Signals = make([]wire.RunSignal, 0, len(s.Signals))
+	for _, g := range s.Signals {
+		ws, err := g.Wire()
+		if err != nil {
+			return w, err
+		}
+		w.Signals = append(w.Signals, ws)
 	}
 	return w, nil
 }
@@ -109,4 +117,13 @@ func checkpointState(cp *RunCheckpoint) (*wire.RunCheckpointState, error) {
 	}
 	return &wire.RunCheckpointState{Phase: cp.Phase, Kind: cp.Kind, ID: cp.ID.String(), Clock: cp.Clock,
 		Time: wire.FormatTime(cp.Time), TS: cp.Time.UnixMilli(), Payload: p}, nil
+}
+
+// Wire returns the JSON form of s.
+func (s RunSignal) Wire() (wire.RunSignal, error) {
+	data, err := s.Data.JSON()
+	if err != nil {
+		return wire.RunSignal{}, fmt.Errorf("signal at clock %d: data: %w", s.Request.Clock, err)
+	}
+	return wire.RunSignal{Name: s.Name, Data: data, Actor: s.Actor, Request: s.Request.ID.String(), Clock: s.Request.Clock}, nil
 }

@@ -167,6 +167,9 @@ func TestRunSignalOverHTTP(t *testing.T) {
 		st.Signal.Name != "approval" || st.Signal.Actor != "did:sync:user:ana" || string(st.Signal.Data) != `{"approved":true,"n":12345678901234567890}` {
 		t.Fatalf("open after the signal: %d %+v", code, st.Signal)
 	}
+	if len(st.Signals) != 1 || st.Signals[0].Clock != sr.Clock {
+		t.Fatalf("signals: %+v", st.Signals)
+	}
 	var runs runsResponse
 	if code := call(t, "GET", base(s)+"/v1/runs?status=waiting", "", &runs); code != http.StatusOK || len(runs.Runs) != 0 {
 		t.Fatalf("waiting runs after the signal: %d %+v", code, runs)

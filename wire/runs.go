@@ -103,6 +103,7 @@ type RunState struct {
 	Cancel             *RunCancel          `json:"cancel"`
 	WaitingFor         string              `json:"waiting_for,omitempty"` // status waiting: the signal awaited
 	Signal             *RunSignal          `json:"signal"`                // the signal awaited, come: continue with its data
+	Signals            []RunSignal         `json:"signals"`               // every signal sent to the run, in clock order
 }
 
 // RunSignal is a signal sent to a run.

@@ -24,12 +24,19 @@
 // effect), tool_written (after the side effect, before its record),
 // effect (after the record landed) and finish (before run_terminal).
 // --llm-log FILE appends a line per LLM call.
+//
+// --await-approval makes the run wait, after its last step, for the
+// signal "approval" (spl run signal RUN approval --data JSON): the runner
+// records that it waits, prints {"waiting_for": "approval", …} and exits
+// 0; started again after the signal, it finishes with the signal's data
+// as the result's "approval".
 package main
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -103,6 +110,7 @@ func main() {
 	var (
 		runID, thread, effects, crashAt, llmLog string
 		tools                                   int
+		approval                                bool
 	)
 	flag.StringVar(&runID, "run", "", "run id")
 	flag.StringVar(&thread, "thread", "runner", "thread of the run")
@@ -110,6 +118,7 @@ func main() {
 	flag.StringVar(&effects, "effects", "", "file the tool appends its lines to")
 	flag.StringVar(&crashAt, "crash-at", "", "SIGKILL this process the N-th time it reaches point NAME (NAME:N)")
 	flag.StringVar(&llmLog, "llm-log", "", "file to append a line to per LLM call")
+	flag.BoolVar(&approval, "await-approval", false, `wait for the signal "approval" before finishing`)
 	flag.Parse()
 	if runID == "" || effects == "" {
 		fmt.Fprintln(os.Stderr, "runner: --run and --effects are required")
@@ -123,7 +132,7 @@ func main() {
 			cr.n = v
 		}
 	}
-	if err := run(context.Background(), runID, thread, tools, effects, llmLog, cr); err != nil {
+	if err := run(context.Background(), runID, thread, tools, effects, llmLog, approval, cr); err != nil {
 		fmt.Fprintln(os.Stderr, "runner:", err)
 		os.Exit(1)
 	}
@@ -138,9 +147,10 @@ type output struct {
 	LLMCalls    int             `json:"llm_calls_this_process"`
 	Coalesced   int             `json:"coalesced"`
 	ResumedFrom string          `json:"resumed_from,omitempty"`
+	WaitingFor  string          `json:"waiting_for,omitempty"` // the signal the run waits for, its process ending
 }
 
-func run(ctx context.Context, runID, thread string, tools int, effects, llmLog string, cr *crasher) error {
+func run(ctx context.Context, runID, thread string, tools int, effects, llmLog string, approval bool, cr *crasher) error {
 	c, err := sdk.Open(ctx, sdk.WithActor("did:sync:agent:runner"))
 	if err != nil {
 		return err
@@ -227,8 +237,29 @@ func run(ctx context.Context, runID, thread string, tools int, effects, llmLog s
 		s.Pending = nil
 		cp(sdk.PhasePostToolBatch, map[string]any{"tool_calls_total": s.ToolCalls, "tool_failures": 0})
 	}
-	cr.at("finish")
 	result := map[string]any{"final_text": s.FinalText, "tool_calls": s.ToolCalls, "steps": s.Step, "messages": len(s.Messages)}
+	if approval {
+		sig, err := r.AwaitSignal(ctx, "approval", map[string]any{"question": "finish run " + runID + "?"}, 0)
+		if errors.Is(err, sdk.ErrStillWaiting) {
+			if err := r.Close(); err != nil {
+				return err
+			}
+			st := r.Stats()
+			out.Result, out.WaitingFor, out.Replayed, out.Ran, out.Coalesced = json.RawMessage("null"), "approval", st.Replayed, st.Ran, st.Coalesced
+			return json.NewEncoder(os.Stdout).Encode(out)
+		}
+		if err != nil {
+			return err
+		}
+		var data any
+		if !sig.Data.IsZero() {
+			if err := sig.Data.Decode(&data); err != nil {
+				return err
+			}
+		}
+		result["approval"] = data
+	}
+	cr.at("finish")
 	rep, err := r.Finish(ctx, sdk.Terminal{Result: result, Payload: map[string]any{
 		"final_text": s.FinalText, "requested_model": s.Requested, "normalized_model": s.Requested, "provider_adapter": s.Provider,
 	}})
