@@ -167,6 +167,15 @@ func (l *Log) followGets(ctx context.Context, subject, name string, from uint64,
 	}
 }
 
+// WatchThread is Watch of every kind of record on thread.
+func (l *Log) WatchThread(thread string, fn func()) (stop func(), err error) {
+	sub, err := l.c.NC.Subscribe(ThreadSubject(thread), func(*nats.Msg) { fn() })
+	if err != nil {
+		return nil, fmt.Errorf("watch %q: %w", thread, err)
+	}
+	return func() { _ = sub.Unsubscribe() }, nil
+}
+
 // Watch calls fn whenever a record of kind lands on thread, from now
 // until stop is called: a subscription to the record's subject, no
 // consumer (any right that reads may watch). It says only that one

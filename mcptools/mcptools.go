@@ -55,11 +55,15 @@ type Options struct {
 
 // New returns the MCP server of spl on c, offering what right allows.
 func New(c *sdk.Client, right Right, o Options) (*mcp.Server, error) {
+	subs := &subscriptions{c: c}
 	s := mcp.NewServer(&mcp.Implementation{Name: "spl", Title: "spl: verifiable records for agents", Version: Version}, &mcp.ServerOptions{
+		SubscribeHandler:   subs.subscribe,
+		UnsubscribeHandler: subs.unsubscribe,
 		Instructions: "spl keeps durable, verifiable state for agents: immutable records on threads, and session " +
 			"checkpoints (summary, learnings, next steps) to resume from. Save a checkpoint at the end of a piece of " +
 			"work (save_checkpoint); read the latest at the start of the next (latest_checkpoint, or the resume_work prompt).",
 	})
+	subs.srv = s
 	t := tools{c: c, actor: o.Actor}
 	var errs []error
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}

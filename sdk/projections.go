@@ -198,6 +198,17 @@ func (c *Client) Erasure(ctx context.Context, id records.ID, fr Freshness) (Eras
 	}, nil
 }
 
+// WatchThread calls fn whenever a record lands on thread, until stop is
+// called: a notice only (read the thread to know what landed), and one
+// missed while the connection is down. Follow is the way to have every
+// record.
+func (c *Client) WatchThread(thread string, fn func()) (stop func(), err error) {
+	if err := records.CheckThread(thread); err != nil {
+		return nil, err
+	}
+	return c.log.WatchThread(thread, fn)
+}
+
 // Follow yields the records of thread as they land, in clock order, from
 // clock from on (0: those appended after the call), until ctx is done or
 // the loop stops: it never ends by itself. Erasure records come too. A
