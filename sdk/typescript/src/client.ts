@@ -5,6 +5,7 @@
 import { errorOf, SplError } from "./errors.js";
 import { HTTP } from "./http.js";
 import { localToken, localURL } from "./local.js";
+import { Run, type OpenAnswer, type OpenRunOptions, type RunSend } from "./run.js";
 import { CorruptRecordError, verifyEnvelope, type Header } from "./verify.js";
 
 /** Options of connect. */
@@ -196,8 +197,12 @@ export class Client {
     return this.send<T>(method, path, body !== undefined ? JSON.stringify(body) : undefined, query);
   }
 
-  /** send is request with the body's JSON text. */
-  private async send<T>(method: string, path: string, json?: string, query?: Record<string, unknown>): Promise<T> {
+  /**
+   * send is request with the body's JSON text; retrySafe sends it again
+   * when a reused connection fails before any byte of the answer (a route
+   * safe to retry as is: those of runs).
+   */
+  private async send<T>(method: string, path: string, json?: string, query?: Record<string, unknown>, retrySafe = false): Promise<T> {
     let p = this.base + path;
     if (query) {
       const q = new URLSearchParams();
@@ -210,7 +215,7 @@ export class Client {
       if (s) p += "?" + s;
     }
     const data = json !== undefined ? Buffer.from(json) : undefined;
-    const { status, body } = await this.http.request(method, p, this.headers(data ? { "Content-Type": "application/json" } : {}), data);
+    const { status, body } = await this.http.request(method, p, this.headers(data ? { "Content-Type": "application/json" } : {}), data, retrySafe);
     const text = body.toString("utf8");
     let j: any;
     try {
@@ -488,9 +493,41 @@ export class Client {
     }
   }
 
+  /**
+   * openRun opens run runId on opts.thread (POST /v1/runs/{run}/open,
+   * which writes nothing): a new run, or the one it was, to resume. A run
+   * that finished comes back with status "terminal" and its
+   * terminalResult: return that, run nothing. See Run.
+   */
+  async openRun(runId: string, opts: OpenRunOptions): Promise<Run> {
+    const path = `/v1/runs/${encodeURIComponent(runId)}/`;
+    const send: RunSend = (route, json) => this.send("POST", path + route, json, undefined, true);
+    const answer = await send<OpenAnswer>("open", JSON.stringify({ thread: opts?.thread }));
+    return new Run(runId, opts, opts.actor ?? this.actor, answer, send);
+  }
+
   // Runs and sessions, lineage: as the HTTP API has them.
   runs(o: { thread?: string; status?: string } = {}): Promise<{ runs: any[] }> { return this.request("GET", "/v1/runs", undefined, o); }
-  run(runId: string, o: { thread?: string } = {}): Promise<any> { return this.request("GET", `/v1/runs/${encodeURIComponent(runId)}`, undefined, o); }
+  run(runId: string, o: { thread?: string; outputs?: boolean } = {}): Promise<any> { return this.request("GET", `/v1/runs/${encodeURIComponent(runId)}`, undefined, o); }
+  /** cancelRun asks run runId to stop, for reason (POST /v1/runs/{run}/cancel): its runner sees a RunCancelledError. */
+  cancelRun(runId: string, o: { thread?: string; reason: string; actor?: string }): Promise<{ run_id: string; request: string; clock: number }> {
+    return this.request("POST", `/v1/runs/${encodeURIComponent(runId)}/cancel`, { ...o, actor: o.actor ?? this.actor });
+  }
+  /**
+   * signalRun sends run runId the signal name it waits for (POST
+   * /v1/runs/{run}/signal), with data (any JSON value; none when absent),
+   * as actor (default the client's): a record of kind agent.run.signal.
+   * The run is running again, and its runner, opened after, continues
+   * with the data (Run.signal, Run.awaitSignal). A run not waiting for
+   * name (waiting for another, for none, or a second signal for one
+   * wait) is refused with a RunNotWaitingError, a finished one with a
+   * RunFinishedError; a bad name is an InvalidError. thread is needed
+   * when the run id is on several threads. Not sent again on a lost
+   * answer: a signal that landed would be refused the second time.
+   */
+  signalRun(runId: string, name: string, o: { data?: unknown; thread?: string; actor?: string } = {}): Promise<{ run_id: string; name: string; request: string; clock: number }> {
+    return this.request("POST", `/v1/runs/${encodeURIComponent(runId)}/signal`, { thread: o.thread, name, data: o.data, actor: o.actor ?? this.actor });
+  }
   sessions(o: { status?: string | string[]; resumable?: boolean; offset?: number; limit?: number } = {}): Promise<{ sessions: any[]; total: number }> {
     return this.request("GET", "/v1/sessions", undefined, o);
   }

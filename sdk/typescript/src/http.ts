@@ -182,10 +182,12 @@ export class HTTP {
    * status and body. A request that a reused connection fails before any
    * byte of the answer came is sent again, on a new connection, when the
    * method is idempotent (GET, PUT, DELETE): the server may have
-   * closed the connection as it was taken. Any other failure is the
-   * caller's: an append that fails may or may not have landed.
+   * closed the connection as it was taken; so is any request the caller
+   * says is safe to send again (retrySafe: the routes of runs). Any other
+   * failure is the caller's: an append that fails may or may not have
+   * landed.
    */
-  async request(method: string, path: string, headers: Record<string, string>, body?: Buffer): Promise<Answer> {
+  async request(method: string, path: string, headers: Record<string, string>, body?: Buffer, retrySafe = false): Promise<Answer> {
     let head = `${method} ${path} HTTP/1.1\r\nHost: ${this.hostHeader}\r\n`;
     for (const k in headers) head += `${k}: ${headers[k]}\r\n`;
     if (body !== undefined) head += `Content-Length: ${body.length}\r\n`;
@@ -196,7 +198,7 @@ export class HTTP {
       try {
         return await c.send(data);
       } catch (e) {
-        if (reused && !c.started && (method === "GET" || method === "PUT" || method === "DELETE")) continue;
+        if (reused && !c.started && (retrySafe || method === "GET" || method === "PUT" || method === "DELETE")) continue;
         throw e;
       }
     }

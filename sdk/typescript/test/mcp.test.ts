@@ -35,7 +35,7 @@ describe.skipIf(!bin)("spl mcp over stdio", () => {
   it("lists its tools, resources and prompts", async () => {
     const tools = (await client.listTools()).tools.map((t) => t.name);
     for (const n of ["save_checkpoint", "latest_checkpoint", "list_session_checkpoints", "inspect_checkpoint", "list_resumable_sessions", "resume_session",
-      "pause_session", "fork_session", "diff_checkpoints", "emit", "thread_tail", "search_threads", "list_runs", "get_run", "cancel_run"]) {
+      "pause_session", "fork_session", "diff_checkpoints", "emit", "thread_tail", "search_threads", "list_runs", "get_run", "cancel_run", "signal_run"]) {
       expect(tools).toContain(n);
     }
     const save = (await client.listTools()).tools.find((t) => t.name === "save_checkpoint")!;
