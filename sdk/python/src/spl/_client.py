@@ -9,11 +9,13 @@ import asyncio
 import base64
 import json
 import os
+from typing import Any
 from urllib.parse import quote, urlencode
 
 from ._errors import SplError, error_of
 from ._http import HTTP
 from ._local import local_token, local_url
+from ._run import Run, RunHandle, post_run
 from ._verify import CorruptRecordError, verify_envelope
 
 _HEADER_FIELDS = ("thread", "act", "kind", "actor", "ts", "prev")
@@ -345,10 +347,74 @@ class Client:
 
     # Runs and sessions, lineage: as the HTTP API has them.
     async def runs(self, *, thread=None, status=None) -> list:
+        """The runs (GET /v1/runs), of a thread and of a status (running, waiting,
+        terminal, failed, cancelled) when given: a list of dicts."""
         return (await self.request("GET", "/v1/runs", query={"thread": thread, "status": status}))["runs"]
 
-    async def run(self, run_id: str, *, thread=None) -> dict:
-        return await self.request("GET", f"/v1/runs/{quote(run_id, safe='')}", query={"thread": thread})
+    def run(self, run_id: str, *, thread: str | None = None, actor: str | None = None, flush_timeout: float = 5.0,
+            outputs: bool = False) -> RunHandle:
+        """A run, two ways. Awaited, its detail (GET /v1/runs/{run}: status,
+        phases, effects, terminal_result…; with outputs, each effect's
+        output), as a dict::
+
+            detail = await client.run("r1", thread="T")
+
+        Entered, the run opened for writing (POST /v1/runs/{run}/open), a
+        Run with the promises of the Go SDK's: checkpoints write-behind,
+        effects durable and replayed, finish; closed on the way out::
+
+            async with client.run("r1", thread="T") as run:
+                ...
+
+        actor (default: the client's) is the actor of what the run writes;
+        flush_timeout bounds how long finish and close wait for queued
+        checkpoints."""
+        return RunHandle(self, run_id, thread, actor, flush_timeout, outputs)
+
+    async def run_detail(self, run_id: str, *, thread: str | None = None, outputs: bool = False) -> dict:
+        """The detail of a run (GET /v1/runs/{run}), as ``await client.run(...)`` gives it."""
+        return await self.request("GET", f"/v1/runs/{quote(run_id, safe='')}",
+                                  query={"thread": thread, "outputs": True if outputs else None})
+
+    async def open_run(self, run_id: str, *, thread: str | None, actor: str | None = None, flush_timeout: float = 5.0) -> Run:
+        """Opens run run_id on thread for writing (POST /v1/runs/{run}/open,
+        which writes nothing): a new run, or the one found, resumed (see
+        Run). Leave it with Run.finish or Run.close (or ``async with``)."""
+        body = {} if thread is None else {"thread": thread}
+        opened = await post_run(self, f"/v1/runs/{quote(run_id, safe='')}/open", json.dumps(body).encode())
+        return Run(self, run_id, thread, actor or self.actor, flush_timeout, opened)
+
+    async def cancel_run(self, run_id: str, *, reason: str, thread: str | None = None, actor: str | None = None) -> dict:
+        """Asks a run to stop (POST /v1/runs/{run}/cancel), for reason: its
+        runner sees a RunCancelledError at its next checkpoint or effect.
+        Answers run_id, request (the cancel record's id) and clock."""
+        body = {"reason": reason, "actor": actor or self.actor}
+        if thread is not None:
+            body["thread"] = thread
+        return await self.request("POST", f"/v1/runs/{quote(run_id, safe='')}/cancel", body)
+
+    async def signal_run(self, run_id: str, name: str, *, data: Any = None, thread: str | None = None,
+                         actor: str | None = None) -> dict:
+        """Sends run run_id the signal name it waits for (POST
+        /v1/runs/{run}/signal; as spl run signal), with data (any JSON
+        value; None for none), as actor (default: the client's); thread
+        when the run id is on several threads. The run is then running
+        again, and its runner's await_signal (or the next open's
+        ``signal``) has it. Answers run_id, name, request (the
+        agent.run.signal record's id) and clock.
+
+        The run must be waiting for name: one that is not (running, or
+        waiting for another signal), or a second signal for one wait, is a
+        RunNotWaitingError; a finished or cancelled run a
+        RunFinishedError; a run with no checkpoint NotFoundError."""
+        body: dict[str, Any] = {"name": name}
+        if data is not None:
+            body["data"] = data
+        if actor or self.actor:
+            body["actor"] = actor or self.actor
+        if thread is not None:
+            body["thread"] = thread
+        return await self.request("POST", f"/v1/runs/{quote(run_id, safe='')}/signal", body)
 
     async def sessions(self, *, status=None, resumable=None, offset=None, limit=None) -> dict:
         return await self.request("GET", "/v1/sessions", query={"status": status, "resumable": resumable, "offset": offset, "limit": limit})

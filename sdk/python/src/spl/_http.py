@@ -88,6 +88,20 @@ class HTTP:
                 if reused and method in ("GET", "PUT", "DELETE"):
                     continue
                 raise
+            except BaseException:
+                # Cancelled (or anything else) midway: the connection is in
+                # an unknown state, and goes.
+                c.writer.close()
+                raise
+        try:
+            return await self._body(c, status, h)
+        except BaseException:
+            c.writer.close()
+            raise
+
+    async def _body(self, c: _Conn, status: int, h: dict) -> Response:
+        """Reads the answer's body; the connection goes back to the pool
+        unless the server closes it."""
         if h.get("transfer-encoding", "").lower() == "chunked":
             data = bytearray()
             while True:
