@@ -6,7 +6,8 @@
 // verified (id and body digest) when read. Reads fold the thread's records
 // into LangGraph's own in-memory saver and ask it, so the semantics (order
 // of writes, which writes replace which, pending sends, delta channels) are
-// LangGraph's, not a copy. deleteThread is an spl erasure: the thread's
+// LangGraph's, not a copy; the fold is kept, and each read adds only the
+// records written since the last (by any process). deleteThread is an spl erasure: the thread's
 // bytes leave the disk and one core.erasure record stays as the audit trail.
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
@@ -25,6 +26,44 @@ import type { Client, SplRecord } from "./client.js";
 
 export const KIND_CHECKPOINT = "langgraph.checkpoint";
 export const KIND_WRITES = "langgraph.writes";
+const KIND_ERASURE = "core.erasure";
+
+/** A channel's value at a version, as stored (serialised, base64). */
+interface Blob {
+  version: string;
+  value: string;
+}
+
+/** What the saver folded of one LangGraph thread. */
+interface FoldedThread {
+  /** The clock of the newest record folded. */
+  clock: number;
+  /** Each checkpoint's parent and channel values, resolved, by JSON [ns, id]. */
+  cps: Map<string, FoldedCheckpoint>;
+}
+
+interface FoldedCheckpoint {
+  ns: string;
+  parent: string | null;
+  resolved: Map<string, Blob>;
+}
+
+/**
+ * inherit is the value of channel ch at version from the nearest
+ * checkpoint of the branch from cp up (cp, its parent, …): at once from
+ * cp's resolved values as a rule, by the walk when cp did not have that
+ * version (a channel its parent dropped).
+ */
+function inherit(t: FoldedThread, cp: FoldedCheckpoint | undefined, ch: string, version: string): Blob | undefined {
+  const seen = new Set<FoldedCheckpoint>();
+  for (let at = cp; at !== undefined && !seen.has(at); ) {
+    seen.add(at); // a parent loop in bad data ends the walk
+    const bl = at.resolved.get(ch);
+    if (bl !== undefined && bl.version === version) return bl;
+    at = at.parent === null ? undefined : t.cps.get(JSON.stringify([at.ns, at.parent]));
+  }
+  return undefined;
+}
 
 const b64 = (b: Uint8Array) => Buffer.from(b).toString("base64");
 const unb64 = (s: string) => new Uint8Array(Buffer.from(s, "base64"));
@@ -45,6 +84,10 @@ export class SplSaver extends BaseCheckpointSaver {
   readonly prefix: string;
   private readonly actor?: string;
   private readonly eraseReason: string;
+  /** The fold of every thread read so far: LangGraph's own saver answers from it. */
+  private readonly mem: MemorySaver;
+  private readonly threads = new Map<string, FoldedThread>();
+  private readonly busy = new Map<string, Promise<void>>();
 
   constructor(client: Client, opts: SplSaverOptions = {}, serde?: SerializerProtocol) {
     super(serde);
@@ -52,72 +95,110 @@ export class SplSaver extends BaseCheckpointSaver {
     this.prefix = opts.prefix ?? "langgraph/";
     this.actor = opts.actor;
     this.eraseReason = opts.eraseReason ?? "langgraph deleteThread";
+    this.mem = new MemorySaver(this.serde);
   }
 
   private splThread(threadId: string): string {
     return this.prefix + threadId;
   }
 
-  /** load folds the records of the given LangGraph threads into a MemorySaver. */
+  /**
+   * load brings the given LangGraph threads up to date in the saver's
+   * fold and returns it: a MemorySaver holding what spl holds. A thread
+   * is read once in full, then only from the clock after the last record
+   * folded (one request that returns the records written since, by this
+   * saver or any other process), so that a step costs the same at the
+   * 200th checkpoint of a thread as at the first.
+   */
   private async load(threadIds: string[]): Promise<MemorySaver> {
-    const mem = new MemorySaver(this.serde);
-    const storage = mem.storage as Record<string, Record<string, Record<string, [Uint8Array, Uint8Array, string | undefined]>>>;
-    const writes = mem.writes as Record<string, Record<string, [string, string, Uint8Array, string]>>;
-    for (const threadId of threadIds) {
-      const recs: SplRecord[] = await this.client.query_thread({ thread: this.splThread(threadId) });
-      // Channel values are stored once, in the checkpoint that changed
-      // them (its blobs, by channel and version). A checkpoint takes the
-      // value of each channel at the version it names from the nearest
-      // checkpoint on its own branch that stored that version: itself, its
-      // parent, the parent's parent. Versions alone do not name a value:
-      // LangGraph's default versions are integers, and two branches of a
-      // thread (time travel, updateState forks) reach the same version of
-      // a channel with different values.
-      const cps = new Map<string, { parent: string | null; blobs: Map<string, { version: string; value: string }> }>();
-      for (const r of recs) {
-        const b = r.storedBody as any;
-        if (r.kind !== KIND_CHECKPOINT) continue;
-        const own = new Map<string, { version: string; value: string }>();
-        for (const bl of (b.blobs ?? []) as { channel: string; version: string; value: string }[]) own.set(bl.channel, { version: bl.version, value: bl.value });
-        cps.set(JSON.stringify([b.ns, b.id]), { parent: b.parent ?? null, blobs: own });
+    for (const threadId of threadIds) await this.catchUp(threadId);
+    return this.mem;
+  }
+
+  /** catchUp folds the records of one thread written since the last call, one call at a time. */
+  private catchUp(threadId: string): Promise<void> {
+    const prev = this.busy.get(threadId) ?? Promise.resolve();
+    const next = prev.then(() => this.fold(threadId));
+    const settled = next.catch(() => undefined);
+    this.busy.set(threadId, settled);
+    void settled.then(() => {
+      if (this.busy.get(threadId) === settled) this.busy.delete(threadId);
+    });
+    return next;
+  }
+
+  /** fold reads a thread's new records and folds them in; an erasure makes it read the thread again. */
+  private async fold(threadId: string): Promise<void> {
+    let t = this.threads.get(threadId);
+    if (t === undefined) {
+      t = { clock: 0, cps: new Map() };
+      this.threads.set(threadId, t);
+    }
+    const recs: SplRecord[] = await this.client.query_thread({ thread: this.splThread(threadId), from: t.clock + 1 });
+    if (t.clock > 0 && recs.some((r) => r.kind === KIND_ERASURE)) {
+      // Records were erased: what was folded may be gone. Read it all again.
+      this.forget(threadId);
+      return this.fold(threadId);
+    }
+    for (const r of recs) {
+      await this.foldRecord(threadId, t, r);
+      t.clock = r.clock;
+    }
+  }
+
+  /** forget drops a thread from the fold. */
+  private forget(threadId: string): void {
+    this.threads.delete(threadId);
+    delete (this.mem.storage as Record<string, unknown>)[threadId];
+    const writes = this.mem.writes as Record<string, unknown>;
+    for (const k of Object.keys(writes)) if ((JSON.parse(k) as string[])[0] === threadId) delete writes[k];
+  }
+
+  /**
+   * foldRecord adds one record to the fold.
+   *
+   * Channel values are stored once, in the checkpoint that changed them
+   * (its blobs, by channel and version). A checkpoint takes the value of
+   * each channel at the version it names from the nearest checkpoint on
+   * its own branch that stored that version: itself, its parent, the
+   * parent's parent. Versions alone do not name a value: LangGraph's
+   * default versions are integers, and two branches of a thread (time
+   * travel, updateState forks) reach the same version of a channel with
+   * different values. Each checkpoint keeps the values it resolved, so a
+   * new one looks at its parent's, not down the whole branch.
+   */
+  private async foldRecord(threadId: string, t: FoldedThread, r: SplRecord): Promise<void> {
+    const b = r.storedBody as any;
+    if (r.kind === KIND_CHECKPOINT) {
+      const resolved = new Map<string, Blob>();
+      for (const bl of (b.blobs ?? []) as { channel: string; version: string; value: string }[]) resolved.set(bl.channel, { version: bl.version, value: bl.value });
+      const parent = b.parent == null ? undefined : t.cps.get(JSON.stringify([b.ns, b.parent]));
+      const cp = (await this.serde.loadsTyped("json", unb64(b.checkpoint))) as Checkpoint;
+      for (const [ch, v] of Object.entries(cp.channel_versions ?? {})) {
+        const version = String(v);
+        let bl = resolved.get(ch);
+        if (bl === undefined || bl.version !== version) {
+          bl = inherit(t, parent, ch, version);
+          if (bl !== undefined) resolved.set(ch, bl);
+        }
+        if (bl !== undefined && bl.version === version) cp.channel_values[ch] = await this.serde.loadsTyped("json", unb64(bl.value));
       }
-      const valueOf = (ns: string, id: string, channel: string, version: string): string | undefined => {
-        const seen = new Set<string>();
-        for (let at: string | null = id; at !== null && !seen.has(at); ) {
-          seen.add(at); // a parent loop in bad data ends the walk
-          const cp = cps.get(JSON.stringify([ns, at]));
-          if (cp === undefined) return undefined;
-          const bl = cp.blobs.get(channel);
-          if (bl !== undefined && bl.version === version) return bl.value;
-          at = cp.parent;
-        }
-        return undefined;
-      };
-      for (const r of recs) {
-        const b = r.storedBody as any;
-        if (r.kind === KIND_CHECKPOINT) {
-          const cp = (await this.serde.loadsTyped("json", unb64(b.checkpoint))) as Checkpoint;
-          for (const [ch, v] of Object.entries(cp.channel_versions ?? {})) {
-            const val = valueOf(b.ns, b.id, ch, String(v));
-            if (val !== undefined) cp.channel_values[ch] = await this.serde.loadsTyped("json", unb64(val));
-          }
-          const [, bytes] = await this.serde.dumpsTyped(cp);
-          storage[threadId] ??= Object.create(null);
-          storage[threadId][b.ns] ??= Object.create(null);
-          storage[threadId][b.ns][b.id] = [bytes, unb64(b.metadata), b.parent ?? undefined];
-        } else if (r.kind === KIND_WRITES) {
-          const outer = JSON.stringify([threadId, b.ns, b.id]);
-          const before = writes[outer];
-          writes[outer] ??= Object.create(null);
-          for (const w of b.writes as { channel: string; idx: number; value: string }[]) {
-            const inner = `${b.task_id},${w.idx}`;
-            if (w.idx >= 0 && before && inner in before) continue; // LangGraph keeps the first regular write
-            writes[outer][inner] = [b.task_id, w.channel, unb64(w.value), b.task_path ?? ""];
-          }
-        }
+      t.cps.set(JSON.stringify([b.ns, b.id]), { ns: b.ns, parent: b.parent ?? null, resolved });
+      const [, bytes] = await this.serde.dumpsTyped(cp);
+      const storage = this.mem.storage as Record<string, Record<string, Record<string, [Uint8Array, Uint8Array, string | undefined]>>>;
+      storage[threadId] ??= Object.create(null);
+      storage[threadId][b.ns] ??= Object.create(null);
+      storage[threadId][b.ns][b.id] = [bytes, unb64(b.metadata), b.parent ?? undefined];
+    } else if (r.kind === KIND_WRITES) {
+      const writes = this.mem.writes as Record<string, Record<string, [string, string, Uint8Array, string]>>;
+      const outer = JSON.stringify([threadId, b.ns, b.id]);
+      writes[outer] ??= Object.create(null);
+      for (const w of b.writes as { channel: string; idx: number; value: string }[]) {
+        const inner = `${b.task_id},${w.idx}`;
+        if (w.idx >= 0 && inner in writes[outer]) continue; // LangGraph keeps the first regular write
+        writes[outer][inner] = [b.task_id, w.channel, unb64(w.value), b.task_path ?? ""];
       }
     }
-    return mem;
   }
 
   /** The LangGraph thread ids that have a checkpoint in spl under this prefix. */
@@ -177,6 +258,8 @@ export class SplSaver extends BaseCheckpointSaver {
   async deleteThread(threadId: string): Promise<void> {
     await new MemorySaver(this.serde).deleteThread(threadId); // LangGraph's checks of the id
     await this.client.erase(this.splThread(threadId), { all: true, reason: this.eraseReason, actor: this.actor });
+    await (this.busy.get(threadId) ?? Promise.resolve());
+    this.forget(threadId);
   }
 
   override async getDeltaChannelHistory(options: Parameters<BaseCheckpointSaver["getDeltaChannelHistory"]>[0]) {

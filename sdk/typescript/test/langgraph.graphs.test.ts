@@ -136,3 +136,55 @@ describe("real graphs on every branch", () => {
     expect(spl).toEqual(memory);
   });
 });
+
+describe("the cost of a step", () => {
+  // A client of its own that counts the records its thread reads return.
+  async function counting(): Promise<{ client: Client; read: () => number }> {
+    let n = 0;
+    const c = await connect({ actor: "did:sync:agent:langgraph" });
+    const query = c.query_thread.bind(c);
+    c.query_thread = async (o) => {
+      const recs = await query(o);
+      n += recs.length;
+      return recs;
+    };
+    return { client: c, read: () => n };
+  }
+  const Loop = Annotation.Root({ n: Annotation<number>({ reducer: (a, b) => a + b, default: () => 0 }) });
+  const loop = (saver: BaseCheckpointSaver) =>
+    new StateGraph(Loop).addNode("step", () => ({ n: 1 })).addEdge(START, "step").addEdge("step", END).compile({ checkpointer: saver });
+
+  it("an invoke reads the records written since the last, not the thread: the 40th as the 2nd", async () => {
+    const { client: c, read } = await counting();
+    const saver = new SplSaver(c, { prefix: `lg-cost-${randomUUID().slice(0, 8)}/` });
+    const g = loop(saver);
+    const cfg = { configurable: { thread_id: randomUUID() } };
+    const perInvoke: number[] = [];
+    for (let i = 0; i < 40; i++) {
+      const before = read();
+      await g.invoke({ n: 0 }, cfg);
+      perInvoke.push(read() - before);
+    }
+    expect((await g.getState(cfg)).values).toEqual({ n: 40 });
+    // Each invoke reads what it and nothing else wrote: the same few
+    // records at the 40th as at the 2nd (about 4 checkpoints' worth).
+    expect(perInvoke[39]).toBe(perInvoke[1]);
+    expect(perInvoke[39]).toBeLessThan(10);
+  });
+
+  it("a saver sees what another saver (another process) wrote to the thread since, and an erased thread is gone", async () => {
+    const prefix = `lg-two-${randomUUID().slice(0, 8)}/`;
+    const one = new SplSaver(client, { prefix });
+    const two = new SplSaver(client, { prefix });
+    const cfg = { configurable: { thread_id: randomUUID() } };
+    await loop(one).invoke({ n: 0 }, cfg);
+    expect((await loop(two).getState(cfg)).values).toEqual({ n: 1 });
+    await loop(one).invoke({ n: 0 }, cfg);
+    await loop(one).invoke({ n: 0 }, cfg);
+    expect((await loop(two).getState(cfg)).values).toEqual({ n: 3 });
+    await one.deleteThread(cfg.configurable.thread_id);
+    expect(await two.getTuple(cfg)).toBeUndefined();
+    await loop(two).invoke({ n: 0 }, cfg);
+    expect((await loop(one).getState(cfg)).values).toEqual({ n: 1 });
+  });
+});
