@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -161,6 +162,17 @@ func TestPageReview(t *testing.T) {
 	if _, err := run.Finish(ctx, sdk.Terminal{Result: map[string]any{"text": "all reviewed"}}); err != nil {
 		t.Fatal(err)
 	}
+	// A run waiting for a person's approval.
+	wait, err := c.OpenRun(ctx, "th_page_run", "run_page_wait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wait.AwaitSignal(ctx, "approval", map[string]any{"question": "ship it?"}, 0); !errors.Is(err, sdk.ErrStillWaiting) {
+		t.Fatalf("AwaitSignal: %v", err)
+	}
+	if err := wait.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -255,6 +267,13 @@ func TestPageReview(t *testing.T) {
 	b.waitText("#phases", "run_terminal")
 	b.waitText("#effects", "grep")
 	b.waitText("#run-result", "all reviewed")
+	// A waiting run: what it waits for; no action for the read login.
+	b.do("open the waiting run", chromedp.Click(`#runs tr[data-run="run_page_wait"] button.link`))
+	b.waitText("#run-facts", "waits for")
+	b.waitText("#run-facts", "approval")
+	if eval[bool](b, `!document.getElementById("run-actions").hidden`) {
+		t.Error("the read login is offered the run's actions")
+	}
 
 	// Logout: the cookie goes, the API answers 401 to the page.
 	b.do("log out", chromedp.Click("#logout"), chromedp.WaitVisible("#login-form"))
@@ -328,6 +347,20 @@ fetch(%[2]q, {credentials: "include"})
 		t.Fatalf("after a pause with the write login the session is %q, want paused", got)
 	}
 	b.waitText(`#sessions tr[data-thread="`+th+`"]`, "paused")
+
+	// The write login sends the waiting run its approval, with data.
+	b.do("open the waiting run", chromedp.Click(`#runs tr[data-run="run_page_wait"] button.link`))
+	b.waitText("#run-signal-name", "approval")
+	b.do("send the approval", chromedp.SetValue("#run-signal-data", `{"approved": true, "note": "from the page"}`), chromedp.Click("#run-signal-send"))
+	b.waitText("#status", "Sent approval to run_page_wait")
+	code, body := do(t, "GET", srv.http+"/v1/runs/run_page_wait?thread=th_page_run", srv.readTok, "")
+	if code != http.StatusOK || !strings.Contains(body, `"status":"running"`) {
+		t.Fatalf("the run after the page's approval: %d %s", code, body)
+	}
+	code, body = do(t, "POST", srv.http+"/v1/runs/run_page_wait/open", srv.writeTok, `{"thread":"th_page_run"}`)
+	if code != http.StatusOK || !strings.Contains(body, `"note":"from the page"`) || !strings.Contains(body, `"actor":"did:sync:human:reviewer"`) {
+		t.Fatalf("the signal the page sent: %d %s", code, body)
+	}
 
 	consoleMu.Lock()
 	for _, m := range console {

@@ -319,13 +319,59 @@ async function openRun(thread, run) {
       fact(dl, 'calls', d.snapshot.llm_calls + ' LLM, ' + d.snapshot.tool_calls + ' tool');
       fact(dl, 'cost', '$' + d.snapshot.total_cost_usd);
     }
+    if (d.waiting_for) fact(dl, 'waits for', d.waiting_for);
     if (d.problem) fact(dl, 'problem', d.problem);
+    showRunActions(thread, run, d);
     $('phases').replaceChildren(...d.phases.map((p) => el('li', p.phase + '  ' + p.time + '  ' + short(p.id), 'mono')));
     $('effects').replaceChildren(...d.effects.map((e) => el('li', e.call_id + '  ' + e.tool + '  ' + e.time, 'mono')));
     $('run-result').textContent = d.terminal_result === null ? '(none yet)' : JSON.stringify(d.terminal_result, null, 2);
   } catch (err) {
     say('Run ' + run + ': ' + err.message, 'error');
   }
+}
+
+// showRunActions offers what the login's right may do to the run, and
+// what the run's status allows, as the server says it (a run waits for a
+// signal, or runs): send the signal it waits for, or cancel it.
+function showRunActions(thread, run, d) {
+  const writes = state.right === 'write' || state.right === 'admin';
+  const waiting = d.status === 'waiting' && !!d.waiting_for;
+  const live = d.status === 'running' || d.status === 'waiting';
+  $('run-actions').hidden = !writes || !live;
+  $('run-signal').hidden = !waiting;
+  $('run-cancel').hidden = !live;
+  $('run-signal-name').textContent = d.waiting_for || '';
+  $('run-signal-send').onclick = () => signalRun(thread, run, d.waiting_for);
+  $('run-cancel-send').onclick = () => cancelRun(thread, run);
+}
+
+async function signalRun(thread, run, name) {
+  let data;
+  try {
+    data = JSON.parse($('run-signal-data').value);
+  } catch (e) {
+    say('The data is not JSON: ' + e.message, 'error');
+    return;
+  }
+  try {
+    await api('POST', '/v1/runs/' + encodeURIComponent(run) + '/signal', { thread, name, data, actor: actor() });
+    say('Sent ' + name + ' to ' + run, 'ok');
+  } catch (err) {
+    say('Signal ' + run + ': ' + err.message, 'error');
+  }
+  await openRun(thread, run);
+  await loadRuns();
+}
+
+async function cancelRun(thread, run) {
+  try {
+    await api('POST', '/v1/runs/' + encodeURIComponent(run) + '/cancel', { thread, reason: $('run-cancel-reason').value.trim(), actor: actor() });
+    say('Cancelled ' + run, 'ok');
+  } catch (err) {
+    say('Cancel ' + run + ': ' + err.message, 'error');
+  }
+  await openRun(thread, run);
+  await loadRuns();
 }
 
 // --- start ---
