@@ -16,10 +16,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"reflect"
-	"slices"
 	"strings"
 	"time"
 
@@ -503,15 +501,11 @@ func (t tools) fork(ctx context.Context, _ *mcp.CallToolRequest, in ForkInput) (
 	if err := records.CheckThread(in.Thread); err != nil {
 		return nil, wire.Fork{}, err
 	}
-	fr := sdk.ForkRequest{From: in.From, To: in.To, Actor: t.actorOr(in.Actor)}
-	for _, p := range slices.Sorted(maps.Keys(in.Set)) {
-		v, err := json.Marshal(in.Set[p])
-		if err != nil {
-			return nil, wire.Fork{}, &records.FieldError{Field: "set." + p, Rule: err.Error()}
-		}
-		fr.Set = append(fr.Set, sdk.StateSet{Path: p, Value: v})
+	set, err := sdk.StateSets(in.Set)
+	if err != nil {
+		return nil, wire.Fork{}, err
 	}
-	f, err := t.c.Fork(ctx, in.Thread, fr)
+	f, err := t.c.Fork(ctx, in.Thread, sdk.ForkRequest{From: in.From, To: in.To, Actor: t.actorOr(in.Actor), Set: set})
 	if err != nil && f.Checkpoint.Record.Record == nil {
 		return nil, wire.Fork{}, explain(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +44,22 @@ func ParseStateSet(kv string) (StateSet, error) {
 		return StateSet{}, &records.FieldError{Field: "set." + path, Rule: err.Error()}
 	}
 	return StateSet{Path: path, Value: b}, nil
+}
+
+// StateSets are the changes of a map from path to value, as the faces
+// that take a fork's changes as a JSON object (HTTP, MCP) give them, in
+// the order of their paths, so that a parent path is set before the paths
+// under it. Each value is encoded as JSON (a json.RawMessage as it is).
+func StateSets[V any](m map[string]V) ([]StateSet, error) {
+	out := make([]StateSet, 0, len(m))
+	for _, p := range slices.Sorted(maps.Keys(m)) {
+		v, err := json.Marshal(m[p])
+		if err != nil {
+			return nil, &records.FieldError{Field: "set." + p, Rule: err.Error()}
+		}
+		out = append(out, StateSet{Path: p, Value: v})
+	}
+	return out, nil
 }
 
 // checkStatePath refuses an empty path or an empty key in it.

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
-	"slices"
 
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
@@ -203,11 +201,12 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, http.StatusBadRequest, "invalid", wire.Error{Error: "actor: required", Field: "actor", Rule: "required: a DID"})
 		return
 	}
-	fr := sdk.ForkRequest{From: req.From, To: req.To, Actor: req.Actor}
-	for _, p := range slices.Sorted(maps.Keys(req.Set)) {
-		fr.Set = append(fr.Set, sdk.StateSet{Path: p, Value: req.Set[p]})
+	set, err := sdk.StateSets(req.Set)
+	if err != nil {
+		s.refuseInvalid(w, r, err)
+		return
 	}
-	f, err := l.Fork(r.Context(), thread, fr)
+	f, err := l.Fork(r.Context(), thread, sdk.ForkRequest{From: req.From, To: req.To, Actor: req.Actor, Set: set})
 	if err != nil && f.Checkpoint.Record.Record == nil {
 		s.fail(w, r, err)
 		return
