@@ -68,6 +68,11 @@ func TestSessionPauseKillResume(t *testing.T) {
 	if p.ConstraintState.TimeElapsedMs != 2700000 || p.RoundsCompleted != 7 || p.TranscriptReplayDepth != 2 || p.SessionID != th {
 		t.Fatalf("pause: %+v", p)
 	}
+	// The delegations in flight, from the transcript: lead's to cost and
+	// to legal, neither answered by a child_result.
+	if got, _ := json.Marshal(p.PendingDelegations); string(got) != `[{"agentId":"lead","content":"estimate","targetAgentId":"cost","type":"delegation"},{"agentId":"lead","content":"review","targetAgentId":"legal","type":"delegation"}]` {
+		t.Fatalf("pending delegations: %s", got)
+	}
 	if got := sessions("--resumable"); strings.Join(got, ",") != th+":paused" {
 		t.Fatalf("resumable: %v", got)
 	}

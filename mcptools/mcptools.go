@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"reflect"
 	"strings"
 	"time"
@@ -439,19 +438,30 @@ type PauseInput struct {
 	Rounds      uint64   `json:"rounds,omitempty" jsonschema:"rounds completed"`
 	ElapsedMs   int64    `json:"elapsed_ms,omitempty" jsonschema:"time spent in this working session, in milliseconds"`
 	Agents      []string `json:"agents,omitempty" jsonschema:"the active agents; default those the transcript names"`
-	Depth       int      `json:"depth,omitempty" jsonschema:"transcript events kept per agent; default 10"`
+	Depth       int      `json:"depth,omitempty" jsonschema:"transcript events kept per agent; default 50"`
 	Actor       string   `json:"actor,omitempty" jsonschema:"who pauses (a DID); default the server's actor"`
+	// PendingDelegations are the delegations in flight; absent: those the
+	// transcript leaves unanswered.
+	PendingDelegations []map[string]any `json:"pending_delegations,omitempty" jsonschema:"the delegations in flight, each an object; default those the transcript leaves unanswered (a delegation with no child_result from its target)"`
 }
 
 func (t tools) pause(ctx context.Context, _ *mcp.CallToolRequest, in PauseInput) (*mcp.CallToolResult, wire.Paused, error) {
 	if err := records.CheckThread(in.Thread); err != nil {
 		return nil, wire.Paused{}, err
 	}
-	if in.ElapsedMs < 0 || in.ElapsedMs > int64(math.MaxInt64/time.Millisecond) {
-		return nil, wire.Paused{}, &records.FieldError{Field: "elapsed_ms", Rule: "must be 0 or a positive number of milliseconds"}
+	elapsed, err := sdk.Milliseconds("elapsed_ms", in.ElapsedMs)
+	if err != nil {
+		return nil, wire.Paused{}, err
 	}
-	p, err := t.c.PauseSession(ctx, in.Thread, t.actorOr(in.Actor), sdk.PauseOptions{Depth: in.Depth, BudgetSpent: in.BudgetSpent,
-		Rounds: in.Rounds, Elapsed: time.Duration(in.ElapsedMs) * time.Millisecond, Agents: in.Agents, Reason: in.Reason, Node: in.Node})
+	o := sdk.PauseOptions{Depth: in.Depth, BudgetSpent: in.BudgetSpent,
+		Rounds: in.Rounds, Elapsed: elapsed, Agents: in.Agents, Reason: in.Reason, Node: in.Node}
+	if in.PendingDelegations != nil {
+		o.PendingDelegations = make([]any, len(in.PendingDelegations))
+		for i, d := range in.PendingDelegations {
+			o.PendingDelegations[i] = d
+		}
+	}
+	p, err := t.c.PauseSession(ctx, in.Thread, t.actorOr(in.Actor), o)
 	if err != nil {
 		return nil, wire.Paused{}, explain(err)
 	}

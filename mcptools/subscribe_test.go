@@ -54,6 +54,38 @@ func expectUpdate(t *testing.T, ch <-chan string, uri string) {
 	}
 }
 
+// untilUpdate writes (write) until an update of uri comes: under the
+// protocol's subscriptions/listen a subscribe returns before the server
+// has taken it, so the first writes may come before it.
+func untilUpdate(t *testing.T, ch <-chan string, uri string, write func()) {
+	t.Helper()
+	for range 40 {
+		write()
+		select {
+		case got := <-ch:
+			if got != uri {
+				t.Fatalf("update of %s, want %s", got, uri)
+			}
+			drain(ch)
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	t.Fatalf("no update of %s after 40 writes", uri)
+}
+
+// drain takes the notices still coming (one write may land more than one
+// record).
+func drain(ch <-chan string) {
+	for {
+		select {
+		case <-ch:
+		case <-time.After(200 * time.Millisecond):
+			return
+		}
+	}
+}
+
 func expectNone(t *testing.T, ch <-chan string) {
 	t.Helper()
 	select {
@@ -92,9 +124,9 @@ func TestResourceSubscriptions(t *testing.T) {
 			t.Fatalf("subscribe: %v", err)
 		}
 	}
-	save("one")
-	expectUpdate(t, updA, uri)
-	expectUpdate(t, updB, uri)
+	untilUpdate(t, updA, uri, func() { save("one") })
+	untilUpdate(t, updB, uri, func() { save("one, again") })
+	drain(updA)
 	if err := a.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +143,5 @@ func TestResourceSubscriptions(t *testing.T) {
 	if err := a.Subscribe(ctx, &mcp.SubscribeParams{URI: "spl://thread/th_sub"}); err != nil {
 		t.Fatal(err)
 	}
-	save("three")
-	expectUpdate(t, updA, "spl://thread/th_sub")
+	untilUpdate(t, updA, "spl://thread/th_sub", func() { save("three") })
 }

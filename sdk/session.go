@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"reflect"
 	"slices"
+	"strconv"
 	"time"
 
 	splog "github.com/spl-dev/spl/log"
@@ -266,7 +269,9 @@ type PauseOptions struct {
 	Agents []string
 	// Scratchpads gives agents' scratch pads; default each agent's newest
 	// agent.scratchpad record on the thread ("content").
-	Scratchpads        map[string]string
+	Scratchpads map[string]string
+	// PendingDelegations are the delegations in flight, each an object;
+	// nil: those the transcript leaves unanswered (PendingDelegations).
 	PendingDelegations []any
 	Reason             string         // why it paused (a constraint, a gate, a call)
 	Node               string         // the node it paused at
@@ -324,6 +329,14 @@ func (c *Client) PauseSession(ctx context.Context, thread, actor string, o Pause
 	agents, parents := TranscriptAgents(events)
 	if o.Agents != nil {
 		agents = o.Agents
+	}
+	if o.PendingDelegations == nil {
+		o.PendingDelegations = PendingDelegations(events)
+	}
+	for i, d := range o.PendingDelegations {
+		if _, ok := d.(map[string]any); !ok {
+			return Paused{}, &records.FieldError{Field: fmt.Sprintf("pendingDelegations[%d]", i), Rule: "must be an object"}
+		}
 	}
 	now := time.Now()
 	p := records.SessionPause{
@@ -436,6 +449,64 @@ func AgentTail(events []map[string]any, agent string, depth int) []map[string]an
 		}
 	}
 	slices.Reverse(out)
+	return out
+}
+
+// Milliseconds is a count of milliseconds a face was given in field (the
+// HTTP API's elapsedMs, max_age_ms, MCP's elapsed_ms) as a duration: 0 or
+// more, and no more than a time.Duration holds.
+func Milliseconds(field string, ms int64) (time.Duration, error) {
+	if ms < 0 || ms > int64(math.MaxInt64/time.Millisecond) {
+		return 0, &records.FieldError{Field: field, Rule: "must be 0 or a positive number of milliseconds, at most " + strconv.FormatInt(int64(math.MaxInt64/time.Millisecond), 10)}
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// sameText says whether a and b are the same non-empty text (a value of
+// a transcript may be anything: never compared as an interface).
+func sameText(a, b any) bool {
+	x, ok1 := a.(string)
+	y, ok2 := b.(string)
+	return ok1 && ok2 && x != "" && x == y
+}
+
+// PendingDelegations are the delegations of a transcript still in flight:
+// each event of type "delegation" (from agentId to targetAgentId) that no
+// later "child_result" event answers (agentId the delegator, childAgentId
+// the target; when both carry a "delegationId", it must match). A result
+// answers the oldest open delegation it can. The events are returned as
+// they are, oldest first; [] when none is open.
+func PendingDelegations(events []map[string]any) []any {
+	type open struct {
+		ev       map[string]any
+		answered bool
+	}
+	var ds []*open
+	for _, ev := range events {
+		switch ev["type"] {
+		case "delegation":
+			if ev["targetAgentId"] != nil {
+				ds = append(ds, &open{ev: ev})
+			}
+		case "child_result":
+			for _, d := range ds {
+				if d.answered || !sameText(d.ev["agentId"], ev["agentId"]) || !sameText(d.ev["targetAgentId"], ev["childAgentId"]) {
+					continue
+				}
+				if _, ok := ev["delegationId"]; ok && d.ev["delegationId"] != nil && !reflect.DeepEqual(d.ev["delegationId"], ev["delegationId"]) {
+					continue
+				}
+				d.answered = true
+				break
+			}
+		}
+	}
+	out := []any{}
+	for _, d := range ds {
+		if !d.answered {
+			out = append(out, d.ev)
+		}
+	}
 	return out
 }
 

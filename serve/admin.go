@@ -198,7 +198,7 @@ type retentionRequest struct {
 }
 
 func (req retentionRequest) policy() (sdk.RetentionPolicy, error) {
-	age, err := msDuration("max_age_ms", req.MaxAgeMS)
+	age, err := sdk.Milliseconds("max_age_ms", req.MaxAgeMS)
 	return sdk.RetentionPolicy{Thread: req.Thread, All: req.All, KeepLast: req.KeepLast, MaxAge: age}, err
 }
 

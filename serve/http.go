@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -334,16 +333,6 @@ func (s *Server) emitEvent(req *emitRequest) (sdk.Event, error) {
 		ev.Time = time.UnixMilli(*req.TS)
 	}
 	return ev, nil
-}
-
-// msDuration is ms milliseconds of the request's field, refused (naming
-// the field) when negative or past what a time.Duration holds: a
-// conversion that overflowed would silently be another duration.
-func msDuration(field string, ms int64) (time.Duration, error) {
-	if ms < 0 || ms > int64(math.MaxInt64/time.Millisecond) {
-		return 0, &records.FieldError{Field: field, Rule: "must be 0 or a positive number of milliseconds, at most " + strconv.FormatInt(int64(math.MaxInt64/time.Millisecond), 10)}
-	}
-	return time.Duration(ms) * time.Millisecond, nil
 }
 
 // appendFailed counts an append the service layer refused or could not

@@ -263,7 +263,7 @@ func (s *Server) handlePrune(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, http.StatusBadRequest, "invalid", wire.Error{Error: "actor: required", Field: "actor", Rule: "required: a DID"})
 		return
 	}
-	olderThan, err := msDuration("older_than_ms", req.OlderThanMS)
+	olderThan, err := sdk.Milliseconds("older_than_ms", req.OlderThanMS)
 	if err != nil {
 		s.refuseInvalid(w, r, err)
 		return

@@ -175,3 +175,28 @@ func TestRunSignalOverHTTP(t *testing.T) {
 		t.Fatalf("waiting runs after the signal: %d %+v", code, runs)
 	}
 }
+
+// A pause over HTTP takes the delegations in flight it is told, each an
+// object read strictly, and refuses one that is not, naming it.
+func TestPausePendingDelegationsOverHTTP(t *testing.T) {
+	s := start(t, Config{})
+	b := base(s) + "/v1/threads/th_deleg/pause"
+	var p struct {
+		PendingDelegations json.RawMessage `json:"pendingDelegations"`
+	}
+	if code := call(t, "POST", b, `{"actor":"`+actor+`","pendingDelegations":[{"agentId":"lead","targetAgentId":"ops","n":12345678901234567890}]}`, &p); code != http.StatusCreated {
+		t.Fatalf("pause: %d", code)
+	}
+	if got := string(p.PendingDelegations); got != `[{"agentId":"lead","n":12345678901234567890,"targetAgentId":"ops"}]` {
+		t.Fatalf("pending delegations: %s", got)
+	}
+	for body, field := range map[string]string{
+		`{"actor":"` + actor + `","pendingDelegations":["ops"]}`:           "pendingDelegations[0]",
+		`{"actor":"` + actor + `","pendingDelegations":[{},{"a":1,"a":2}]}`: "",
+	} {
+		var e wire.Error
+		if code := call(t, "POST", b, body, &e); code != http.StatusBadRequest || (field != "" && e.Field != field) {
+			t.Errorf("%s: %d %+v, want 400 naming %q", body, code, e, field)
+		}
+	}
+}

@@ -62,6 +62,9 @@ type pauseRequest struct {
 	Reason      string   `json:"reason"`
 	Node        string   `json:"node"`
 	SessionID   string   `json:"sessionId"`
+	// PendingDelegations are the delegations in flight, each an object;
+	// absent: those the transcript leaves unanswered.
+	PendingDelegations []json.RawMessage `json:"pendingDelegations"`
 }
 
 func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
@@ -73,15 +76,25 @@ func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
 	if !s.readOptional(w, r, &req) {
 		return
 	}
-	elapsed, err := msDuration("elapsedMs", req.ElapsedMs)
+	elapsed, err := sdk.Milliseconds("elapsedMs", req.ElapsedMs)
 	if err != nil {
 		s.refuseInvalid(w, r, err)
 		return
 	}
-	p, err := l.PauseSession(r.Context(), r.PathValue("thread"), req.Actor, sdk.PauseOptions{
+	o := sdk.PauseOptions{
 		SessionID: req.SessionID, Depth: req.Depth, BudgetSpent: req.BudgetSpent, Rounds: req.Rounds,
 		Elapsed: elapsed, Agents: req.Agents, Reason: req.Reason, Node: req.Node,
-	})
+	}
+	if req.PendingDelegations != nil {
+		o.PendingDelegations = make([]any, len(req.PendingDelegations))
+		for i, d := range req.PendingDelegations {
+			if o.PendingDelegations[i], err = records.ValueFromJSON(d, fmt.Sprintf("pendingDelegations[%d]", i)); err != nil {
+				s.refuseInvalid(w, r, err)
+				return
+			}
+		}
+	}
+	p, err := l.PauseSession(r.Context(), r.PathValue("thread"), req.Actor, o)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -181,8 +181,9 @@ func withExecState(a *app, show *cobra.Command) {
 
 func newSessionPauseCommand(a *app) *cobra.Command {
 	var (
-		o     sdk.PauseOptions
-		actor string
+		o           sdk.PauseOptions
+		actor       string
+		delegations []string
 	)
 	cmd := &cobra.Command{
 		Use:   "pause THREAD [--depth N] [--budget-spent X] [--rounds N] [--elapsed DURATION]",
@@ -196,7 +197,10 @@ safe_point whose "pause" holds the session checkpoint (sessionId,
 constraintState, activeAgents, roundsCompleted, pendingDelegations,
 transcriptReplayDepth, createdAt), then a session_paused event
 (agent.session.paused). The agents are those the transcript names unless
---agent lists them. A completed session is refused.`,
+--agent lists them; the pending delegations those the transcript leaves
+unanswered (a delegation event with no child_result from its target to
+its delegator) unless --pending-delegation lists them. A completed
+session is refused.`,
 		Example: `  spl session pause th_1 --budget-spent 4.80 --rounds 7 --elapsed 45m --json`,
 		Args:    cobra.ExactArgs(1),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
@@ -206,6 +210,14 @@ transcriptReplayDepth, createdAt), then a session_paused event
 			}
 			if o.Depth < 1 && cmd.Flags().Changed("depth") {
 				return usagef("session pause: --depth must be at least 1, got %d", o.Depth)
+			}
+			if cmd.Flags().Changed("pending-delegation") {
+				o.PendingDelegations = make([]any, len(delegations))
+				for i, d := range delegations {
+					if o.PendingDelegations[i], err = records.ValueFromJSON([]byte(d), "pending-delegation"); err != nil {
+						return fmt.Errorf("session pause: %w", err)
+					}
+				}
 			}
 			return a.withClient(cmd, "session pause", func(ctx context.Context, c *sdk.Client) error {
 				p, err := c.PauseSession(ctx, args[0], actor, o)
@@ -235,6 +247,7 @@ transcriptReplayDepth, createdAt), then a session_paused event
 	f.Uint64Var(&o.Rounds, "rounds", 0, "rounds completed")
 	f.DurationVar(&o.Elapsed, "elapsed", 0, "time elapsed in this working session")
 	f.StringArrayVar(&o.Agents, "agent", nil, "an active agent (repeatable; default: those the transcript names)")
+	f.StringArrayVar(&delegations, "pending-delegation", nil, "a delegation in flight, a JSON object (repeatable; default: those the transcript leaves unanswered)")
 	f.StringVar(&o.Reason, "reason", "", "why the session pauses (a constraint, a gate, a call)")
 	f.StringVar(&o.Node, "node", "", "the node the session pauses at")
 	f.StringVar(&o.SessionID, "session-id", "", "the session's id (default: the thread)")
