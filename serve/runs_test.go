@@ -191,7 +191,7 @@ func TestPausePendingDelegationsOverHTTP(t *testing.T) {
 		t.Fatalf("pending delegations: %s", got)
 	}
 	for body, field := range map[string]string{
-		`{"actor":"` + actor + `","pendingDelegations":["ops"]}`:           "pendingDelegations[0]",
+		`{"actor":"` + actor + `","pendingDelegations":["ops"]}`:            "pendingDelegations[0]",
 		`{"actor":"` + actor + `","pendingDelegations":[{},{"a":1,"a":2}]}`: "",
 	} {
 		var e wire.Error
