@@ -118,6 +118,21 @@ func (c *Client) WriteRunCheckpoints(ctx context.Context, thread, runID, actor s
 	if err := c.runWritable(ctx, thread, runID); err != nil {
 		return nil, err
 	}
+	recs, err := c.runCheckpointRecords(ctx, thread, runID, actor, cps)
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.submitRun(ctx, runID, recs)
+	defer p.release()
+	if err != nil {
+		return nil, err
+	}
+	return p.wait(ctx, runID)
+}
+
+// runCheckpointRecords builds and seals the records of checkpoints cps,
+// refusing the first that breaks a rule, naming it (checkpoints[i]…).
+func (c *Client) runCheckpointRecords(ctx context.Context, thread, runID, actor string, cps []RunCheckpointWrite) ([]*records.Record, error) {
 	recs := make([]*records.Record, len(cps))
 	for i, cp := range cps {
 		if err := checkPhase(cp.Phase); err != nil {
@@ -137,30 +152,46 @@ func (c *Client) WriteRunCheckpoints(ctx context.Context, thread, runID, actor s
 		}
 		recs[i] = rec
 	}
-	out := make([]Receipt, len(recs))
-	pend := make([]submitted, 0, len(recs))
-	defer func() {
-		for _, s := range pend {
-			if s.release != nil {
-				s.release()
-			}
-		}
-	}()
+	return recs, nil
+}
+
+// pendingRun is a run's records handed to the log, in order.
+type pendingRun []submitted
+
+// submitRun hands recs to the log, in order: one group commit when they
+// can share one.
+func (c *Client) submitRun(ctx context.Context, runID string, recs []*records.Record) (pendingRun, error) {
+	p := make(pendingRun, 0, len(recs))
 	for _, rec := range recs {
 		s, err := c.submit(ctx, rec)
 		if err != nil {
-			return nil, fmt.Errorf("run %q: checkpoint: %w", runID, err)
+			return p, fmt.Errorf("run %q: %s: %w", runID, rec.Header.Kind, err)
 		}
-		pend = append(pend, s)
+		p = append(p, s)
 	}
-	for i, s := range pend {
+	return p, nil
+}
+
+// wait waits until each record landed, and returns their receipts.
+func (p pendingRun) wait(ctx context.Context, runID string) ([]Receipt, error) {
+	out := make([]Receipt, len(p))
+	for i, s := range p {
 		e, err := s.p.Wait(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("run %q: checkpoint %s: %w", runID, cps[i].Phase, err)
+			return nil, fmt.Errorf("run %q: checkpoint %d of %d: %w", runID, i+1, len(p), err)
 		}
 		out[i] = receipt(e)
 	}
 	return out, nil
+}
+
+// release frees the appends' contexts.
+func (p pendingRun) release() {
+	for _, s := range p {
+		if s.release != nil {
+			s.release()
+		}
+	}
 }
 
 // indexed names element i of list in a field error on one of the
@@ -195,42 +226,39 @@ func (c *Client) actorOr(actor string) string {
 
 // runWritable says whether run runID on thread takes writes: nil while
 // it runs (a run with no checkpoint is new), ErrRunFinished once it has
-// a run_terminal checkpoint (or none can be resumed from), its
-// *RunCancelledError once cancelled.
+// a run_terminal checkpoint, its *RunCancelledError once cancelled.
 func (c *Client) runWritable(ctx context.Context, thread, runID string) error {
-	cancelled, err := c.runEnding(ctx, thread, runID)
-	if err != nil || !cancelled {
-		return err
-	}
-	ce, err := c.runCancel(ctx, thread, runID)
+	ce, err := c.runEnding(ctx, thread, runID)
 	if err != nil {
 		return err
 	}
-	if ce == nil {
-		return fmt.Errorf("run %q: %w", runID, ErrRunCancelled)
+	if ce != nil {
+		return ce
 	}
-	return ce
+	return nil
 }
 
 // runEnding says whether run runID on thread may take its run_terminal
-// checkpoint, and whether it was cancelled: ErrRunFinished once it has
-// one (or none can be resumed from).
-func (c *Client) runEnding(ctx context.Context, thread, runID string) (cancelled bool, err error) {
-	latest, _, err := c.latestRun(ctx, thread, runID)
-	if errors.Is(err, ErrNoCheckpoint) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	st, err := c.runStatus(ctx, thread, runID, latest)
+// checkpoint (ErrRunFinished once it has one), and its cancel request,
+// if any. Two last-by-subject gets, the snapshot (large, and never the
+// end of a run) not read: the cost of every write of a runner in another
+// process.
+func (c *Client) runEnding(ctx context.Context, thread, runID string) (*RunCancelledError, error) {
+	e, err := c.log.Latest(ctx, RunThread(thread, runID), KindRunCheckpoint)
 	switch {
+	case errors.Is(err, ErrNotFound): // none yet, or snapshots only
 	case err != nil:
-		return false, err
-	case latest.Phase == PhaseRunTerminal || st == RunFailed || st == RunTerminal:
-		return false, fmt.Errorf("run %q is %s: %w", runID, st, ErrRunFinished)
+		return nil, fmt.Errorf("run %q: %w", runID, err)
+	default:
+		cp, err := decodeRunCheckpoint(Record{ID: e.ID, Clock: e.Clock, Record: e.Record}, thread, runID)
+		if err != nil {
+			return nil, err
+		}
+		if cp.Phase == PhaseRunTerminal {
+			return nil, fmt.Errorf("run %q is %s: %w", runID, cp.status(), ErrRunFinished)
+		}
 	}
-	return st == RunCancelled, nil
+	return c.runCancel(ctx, thread, runID)
 }
 
 // EffectCall is one request of the effect protocol (RecordEffect).
@@ -245,6 +273,11 @@ type EffectCall struct {
 	Output json.RawMessage
 	Rerun  bool   // a recorded result of another input is run again (RerunEffect)
 	Actor  string // default: the client's
+	// Before are checkpoints queued before the effect, stored before it
+	// (and in its group commit), so that a runner's step is one request:
+	// only with Output. Written unless the call is refused as a whole (a
+	// finished or cancelled run, a mismatched input).
+	Before []RunCheckpointWrite
 }
 
 // EffectOutcome is what RecordEffect did.
@@ -267,6 +300,7 @@ type EffectAnswer struct {
 	Outcome EffectOutcome
 	Output  json.RawMessage // replayed or recorded (redacted as stored)
 	Receipt Receipt         // the effect record
+	Before  []Receipt       // the checkpoints of EffectCall.Before, stored
 }
 
 // RecordEffect is one step of the effect protocol for run runID on
@@ -287,12 +321,29 @@ func (c *Client) RecordEffect(ctx context.Context, thread, runID string, call Ef
 	if call.Output != nil && actor == "" {
 		return EffectAnswer{}, ErrNoActor
 	}
+	if len(call.Before) > 0 && call.Output == nil {
+		return EffectAnswer{}, &records.FieldError{Field: "checkpoints", Rule: "only with an output to record"}
+	}
 	in, err := InputHash(call.Tool, call.Args)
 	if err != nil {
 		return EffectAnswer{}, err
 	}
 	if err := c.runWritable(ctx, thread, runID); err != nil {
 		return EffectAnswer{}, err
+	}
+	var before []*records.Record
+	if len(call.Before) > 0 {
+		if before, err = c.runCheckpointRecords(ctx, thread, runID, actor, call.Before); err != nil {
+			return EffectAnswer{}, err
+		}
+	}
+	var pend pendingRun
+	defer func() { pend.release() }()
+	// landed waits for the checkpoints written before the effect.
+	landed := func(a EffectAnswer) (EffectAnswer, error) {
+		rcs, err := pend.wait(ctx, runID)
+		a.Before = rcs
+		return a, err
 	}
 	idx := c.effects.of(thread, runID)
 	idx.mu.Lock()
@@ -314,7 +365,12 @@ func (c *Client) RecordEffect(ctx context.Context, thread, runID string, call Ef
 			if err != nil {
 				return EffectAnswer{}, err
 			}
-			return EffectAnswer{Outcome: EffectReplayed, Output: out, Receipt: recorded.Receipt}, nil
+			if before != nil {
+				if pend, err = c.submitRun(ctx, runID, before); err != nil {
+					return EffectAnswer{}, err
+				}
+			}
+			return landed(EffectAnswer{Outcome: EffectReplayed, Output: out, Receipt: recorded.Receipt})
 		case call.Output == nil:
 			return EffectAnswer{Outcome: EffectAbsent}, nil
 		}
@@ -322,13 +378,20 @@ func (c *Client) RecordEffect(ctx context.Context, thread, runID string, call Ef
 		if err != nil {
 			return EffectAnswer{}, err
 		}
+		if before != nil {
+			// Handed to the log before the effect: the same group commit.
+			if pend, err = c.submitRun(ctx, runID, before); err != nil {
+				return EffectAnswer{}, err
+			}
+			before = nil
+		}
 		p, err := c.log.SubmitAfter(ctx, rec, idx.clock)
 		if err == nil {
 			var e splog.Entry
 			if e, err = p.Wait(ctx); err == nil {
 				re.Receipt = receipt(e)
 				idx.effects[call.CallID], idx.clock = re, e.Clock
-				return EffectAnswer{Outcome: EffectRecorded, Output: re.Output, Receipt: re.Receipt}, nil
+				return landed(EffectAnswer{Outcome: EffectRecorded, Output: re.Output, Receipt: re.Receipt})
 			}
 		}
 		if !errors.Is(err, splog.ErrMoved) || try == 8 {
@@ -354,11 +417,11 @@ func (c *Client) FinishRun(ctx context.Context, thread, runID, actor string, t T
 	if actor = c.actorOr(actor); actor == "" {
 		return Receipt{}, "", ErrNoActor
 	}
-	cancelled, err := c.runEnding(ctx, thread, runID)
+	ce, err := c.runEnding(ctx, thread, runID)
 	if err != nil {
 		return Receipt{}, "", err
 	}
-	if err := t.check(cancelled); err != nil {
+	if err := t.check(ce != nil); err != nil {
 		return Receipt{}, "", err
 	}
 	rec, err := c.runCheckpointRecord(ctx, thread, runID, actor, PhaseRunTerminal, t.payload(replayed), time.Now())

@@ -233,3 +233,44 @@ func TestRemoteEffectBeforeCheckpoint(t *testing.T) {
 		t.Fatalf("Go effect: %+v %v (calls %d), want the early one replayed", er, err, calls)
 	}
 }
+
+// TestRemoteEffectWithCheckpoints: a runner's step in one request: the
+// checkpoints queued before an effect are stored before it, in order,
+// whether the effect is recorded or replayed; a refused effect stores
+// none of them; without an output they are refused.
+func TestRemoteEffectWithCheckpoints(t *testing.T) {
+	c := open(t, sdk.WithActor(runActor))
+	ctx := ctxT(t)
+	const thread, run = "th_remote_step", "r1"
+	before := []sdk.RunCheckpointWrite{{Phase: sdk.PhasePreToolBatch, Payload: map[string]any{"n": 1}}, {Phase: "tool_started"}}
+	call := sdk.EffectCall{CallID: "c0", Tool: "t", Args: json.RawMessage(`{}`), Output: json.RawMessage(`{"ok":1}`), Before: before}
+	a, err := c.RecordEffect(ctx, thread, run, call)
+	// (Within one group commit the log may give the effect, alone on its
+	// thread, an earlier clock than the checkpoints: docs/design.md.)
+	if err != nil || a.Outcome != sdk.EffectRecorded || len(a.Before) != 2 || a.Before[0].Clock == 0 || a.Before[0].Clock >= a.Before[1].Clock {
+		t.Fatalf("effect with checkpoints: %+v %v", a, err)
+	}
+	a, err = c.RecordEffect(ctx, thread, run, call) // a retry: replayed, its checkpoints stored again
+	if err != nil || a.Outcome != sdk.EffectReplayed || len(a.Before) != 2 {
+		t.Fatalf("again: %+v %v", a, err)
+	}
+	mismatch := call
+	mismatch.Args = json.RawMessage(`{"x":1}`)
+	if _, err := c.RecordEffect(ctx, thread, run, mismatch); !errors.Is(err, sdk.ErrEffectMismatch) {
+		t.Fatalf("mismatch: %v", err)
+	}
+	ask := call
+	ask.Output = nil
+	if _, err := c.RecordEffect(ctx, thread, run, ask); !isField(err, "checkpoints") {
+		t.Fatalf("checkpoints without an output: %v", err)
+	}
+	bad := call
+	bad.CallID, bad.Before = "c1", []sdk.RunCheckpointWrite{{Phase: sdk.PhasePreLLM}, {Phase: "Bad"}}
+	if _, err := c.RecordEffect(ctx, thread, run, bad); !isField(err, "checkpoints[1].phase") {
+		t.Fatalf("a bad checkpoint: %v", err)
+	}
+	d, err := c.RunDetail(ctx, thread, run)
+	if err != nil || len(d.Phases) != 4 || len(d.Effects) != 1 {
+		t.Fatalf("%d phases, %d effects (%v), want 4 and 1: the refused calls stored nothing", len(d.Phases), len(d.Effects), err)
+	}
+}

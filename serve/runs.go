@@ -207,18 +207,32 @@ func (s *Server) handleRunCheckpoints(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if len(req.Checkpoints) > maxRunCheckpoints {
-		s.refuseInvalid(w, r, &records.FieldError{Field: "checkpoints", Rule: fmt.Sprintf("at most %d in one request", maxRunCheckpoints)})
+	cps, err := checkpointWrites(req.Checkpoints)
+	if err != nil {
+		s.refuseInvalid(w, r, err)
 		return
 	}
-	cps := make([]sdk.RunCheckpointWrite, len(req.Checkpoints))
-	for i, cp := range req.Checkpoints {
+	rcs, err := c.WriteRunCheckpoints(r.Context(), req.Thread, r.PathValue("run"), req.Actor, cps)
+	if err != nil {
+		s.failRun(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, receiptsResponse{Receipts: wireReceipts(rcs)})
+}
+
+// checkpointWrites reads a request's checkpoints (their payloads read
+// strictly, as record bodies are).
+func checkpointWrites(in []runCheckpointJSON) ([]sdk.RunCheckpointWrite, error) {
+	if len(in) > maxRunCheckpoints {
+		return nil, &records.FieldError{Field: "checkpoints", Rule: fmt.Sprintf("at most %d in one request", maxRunCheckpoints)}
+	}
+	cps := make([]sdk.RunCheckpointWrite, len(in))
+	for i, cp := range in {
 		cps[i].Phase = cp.Phase
 		if cp.Payload != nil && string(cp.Payload) != "null" {
 			raw, err := records.ObjectFromJSON(cp.Payload, fmt.Sprintf("checkpoints[%d].payload", i))
 			if err != nil {
-				s.refuseInvalid(w, r, err)
-				return
+				return nil, err
 			}
 			cps[i].Payload = cbor.RawMessage(raw)
 		}
@@ -226,16 +240,16 @@ func (s *Server) handleRunCheckpoints(w http.ResponseWriter, r *http.Request) {
 			cps[i].Time = time.UnixMilli(*cp.TimestampMS)
 		}
 	}
-	rcs, err := c.WriteRunCheckpoints(r.Context(), req.Thread, r.PathValue("run"), req.Actor, cps)
-	if err != nil {
-		s.failRun(w, r, err)
-		return
-	}
-	out := receiptsResponse{Receipts: make([]wire.Receipt, len(rcs))}
+	return cps, nil
+}
+
+// wireReceipts are the JSON forms of rcs ([] for none).
+func wireReceipts(rcs []sdk.Receipt) []wire.Receipt {
+	out := make([]wire.Receipt, len(rcs))
 	for i, rc := range rcs {
-		out.Receipts[i] = wire.Receipt{ID: rc.ID.String(), Clock: rc.Clock}
+		out[i] = wire.Receipt{ID: rc.ID.String(), Clock: rc.Clock}
 	}
-	writeJSON(w, http.StatusCreated, out)
+	return out
 }
 
 // runEffectRequest is the body of POST /v1/runs/{run}/effects.
@@ -247,6 +261,9 @@ type runEffectRequest struct {
 	Args   json.RawMessage `json:"args"`
 	Output json.RawMessage `json:"output"` // absent: is a result recorded?
 	Rerun  bool            `json:"rerun"`
+	// Checkpoints queued before the effect, stored before it: a step in
+	// one request (with output only).
+	Checkpoints []runCheckpointJSON `json:"checkpoints"`
 }
 
 // runEffectResponse is its answer.
@@ -255,6 +272,8 @@ type runEffectResponse struct {
 	Output json.RawMessage `json:"output,omitempty"`
 	ID     string          `json:"id,omitempty"`
 	Clock  uint64          `json:"clock,omitempty"`
+	// Checkpoints are the receipts of the request's checkpoints, stored.
+	Checkpoints []wire.Receipt `json:"checkpoints,omitempty"`
 }
 
 // handleRunEffect is one step of the effect protocol (sdk.RecordEffect).
@@ -268,6 +287,14 @@ func (s *Server) handleRunEffect(w http.ResponseWriter, r *http.Request) {
 		req.Args = json.RawMessage("null")
 	}
 	call := sdk.EffectCall{CallID: req.CallID, Tool: req.Tool, Args: req.Args, Rerun: req.Rerun, Actor: req.Actor}
+	if req.Checkpoints != nil {
+		cps, err := checkpointWrites(req.Checkpoints)
+		if err != nil {
+			s.refuseInvalid(w, r, err)
+			return
+		}
+		call.Before = cps
+	}
 	if req.Output != nil {
 		// The request's layout is the transport's, not the output's.
 		var b bytes.Buffer
@@ -283,6 +310,9 @@ func (s *Server) handleRunEffect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := runEffectResponse{Status: string(a.Outcome), Output: a.Output}
+	if call.Before != nil {
+		out.Checkpoints = wireReceipts(a.Before)
+	}
 	code := http.StatusOK
 	if a.Outcome != sdk.EffectAbsent {
 		out.ID, out.Clock = a.Receipt.ID.String(), a.Receipt.Clock

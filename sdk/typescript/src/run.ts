@@ -665,7 +665,45 @@ export class Run {
         bytes += items[i].bytes;
         batch.push(items[i++]);
       }
+      const next = items[i];
+      if (next?.route === "effects" && bytes + next.bytes <= MAX_BATCH_BYTES) {
+        // A runner's step in one request: the checkpoints go with the
+        // effect that follows them, and are stored before it.
+        i++;
+        await this.sendEffectAfter(batch, next);
+        continue;
+      }
       await this.sendCheckpoints(batch);
+    }
+  }
+
+  /**
+   * sendEffectAfter sends an effect's output with the checkpoints queued
+   * before it (POST /effects with checkpoints) and settles them all. A
+   * checkpoint the server refuses by name, or a refusal of the effect
+   * alone (its input recorded otherwise), sends them apart, as without.
+   */
+  private async sendEffectAfter(batch: Item[], eff: Item): Promise<void> {
+    const body = `{"checkpoints":[${batch.map((it) => it.json).join(",")}],${eff.json.slice(1)}`;
+    try {
+      const a = await this.post<{ status?: string; checkpoints?: Receipt[] }>("effects", body);
+      const receipts = a?.checkpoints ?? [];
+      if (receipts.length !== batch.length) {
+        const e = new SplError(500, `spl: run ${JSON.stringify(this.id)}: the server answered ${receipts.length} receipts for ${batch.length} checkpoints`);
+        for (const it of batch) this.settleItem(it, e);
+        this.settleItem(eff, e);
+        return;
+      }
+      batch.forEach((it, k) => this.settleItem(it, undefined, receipts[k]));
+      this.settleItem(eff, undefined, a, a?.status === "recorded");
+    } catch (e) {
+      if (e instanceof RunCancelledError || e instanceof RunFinishedError || !(e instanceof SplError) || e.status >= 500) {
+        for (const it of batch) this.settleItem(it, e);
+        this.settleItem(eff, e);
+        return;
+      }
+      await this.sendCheckpoints(batch);
+      await this.sendOne(eff);
     }
   }
 

@@ -570,6 +570,23 @@ describe("a run whose writes do not land", () => {
       c.close().catch(() => {});
     }
   });
+  it("a step is one request: the checkpoints queued before an effect go with it", async () => {
+    const s = await fake((route) =>
+      route === "effects" ? [201, { status: "recorded", output: { ok: 1 }, id: "e", clock: 3, checkpoints: [{ id: "a", clock: 1 }, { id: "b", clock: 2 }] }] : [201, { receipts: [] }]);
+    const c = new Client(s.url, { actor });
+    try {
+      const run = await c.openRun("r", { thread: "t" });
+      await run.checkpoint("pre_tool_batch", { n: 1 });
+      await run.checkpoint("tool_started", {});
+      const e = await run.effect("c0", "t", {}, () => ({ ok: 1 }));
+      expect(e).toMatchObject({ replayed: false, id: "e" });
+      expect(s.routes).toEqual(["effects"]);
+      expect(run.stats()).toMatchObject({ written: 3, ran: 1, pending: 0 });
+    } finally {
+      await c.close();
+      await s.close();
+    }
+  });
   it("a 503 (storage unavailable for now) is sent again, as the contract allows", async () => {
     const s = await fake((route, n) => (n <= 2 ? [503, { error: "unavailable" }] : [201, { receipts: [{ id: "x", clock: 1 }] }]));
     const c = new Client(s.url, { actor });
