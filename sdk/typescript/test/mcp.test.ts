@@ -10,6 +10,7 @@ import { randomUUID } from "node:crypto";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const bin = process.env.SPL_BIN;
@@ -68,6 +69,42 @@ describe.skipIf(!bin)("spl mcp over stdio", () => {
     await client.close();
     const out = execFileSync(bin!, ["--json", "session", "show", "th_mcp"], { env: { ...process.env, SPL_HOME: join(home, "spl") } }).toString();
     expect(JSON.parse(out).summary).toBe("Completed auth refactor");
+  });
+});
+
+describe.skipIf(!bin)("spl mcp resource subscriptions", () => {
+  let home: string, client: Client;
+  const updated: string[] = [];
+  beforeAll(async () => {
+    home = await mkdtemp(join(tmpdir(), "spl-mcp-"));
+    client = new Client({ name: "spl-test", version: "1.0.0" });
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+      updated.push(n.params.uri);
+    });
+    await client.connect(new StdioClientTransport({ command: bin!, args: ["mcp"],
+      env: { PATH: process.env.PATH ?? "", HOME: home, SPL_HOME: join(home, "spl"), SPL_ACTOR: actor }, stderr: "inherit" }));
+  });
+  afterAll(async () => {
+    await client?.close();
+    await rm(home, { recursive: true, force: true });
+  });
+  it("notifies a subscribed thread's new records, and stops after unsubscribe", async () => {
+    expect(client.getServerCapabilities()?.resources?.subscribe).toBe(true);
+    const uri = "spl://thread/th_sub";
+    await client.subscribeResource({ uri });
+    const emit = () => call(client, "emit", { thread: "th_sub", act: "DO", kind: "agent.step", body: { n: 1 } });
+    // A subscribe may be taken a moment after it returns: write until told.
+    for (let i = 0; i < 40 && !updated.includes(uri); i++) {
+      await emit();
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(updated).toContain(uri);
+    await client.unsubscribeResource({ uri });
+    await new Promise((r) => setTimeout(r, 300));
+    updated.length = 0;
+    await emit();
+    await new Promise((r) => setTimeout(r, 500));
+    expect(updated).toEqual([]);
   });
 });
 
