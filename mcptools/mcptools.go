@@ -746,8 +746,11 @@ func textResult(text string, out any) *mcp.CallToolResult {
 // field keeps its field and rule in the text.
 func explain(err error) error {
 	var fe *records.FieldError
-	if errors.As(err, &fe) {
+	switch {
+	case errors.As(err, &fe):
 		return fmt.Errorf("refused: %w", err)
+	case errors.Is(err, sdk.ErrNoActor):
+		return fmt.Errorf("refused: actor: %w: give the call an actor, or the server one (spl mcp --actor, SPL_ACTOR)", err)
 	}
 	return err
 }

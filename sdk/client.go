@@ -33,7 +33,7 @@ var (
 	ErrNotFound = splog.ErrNotFound
 	// ErrNoActor reports that an emit named no actor and the client has no
 	// default (WithActor or SPL_ACTOR).
-	ErrNoActor = errors.New("spl/sdk: no actor: set --actor, SPL_ACTOR or WithActor")
+	ErrNoActor = errors.New("spl/sdk: no actor: the write names no actor (a DID such as did:sync:agent:dev) and the client has none (WithActor, SPL_ACTOR)")
 	// ErrClosed reports a call on a closed Client. It is the log's
 	// sentinel (log.ErrClosed), so that errors.Is(err, ErrClosed) holds
 	// whether the client or its log noticed the close.

@@ -212,7 +212,10 @@ func (s *Server) classify(r *http.Request, err error) (int, wire.Error) {
 	case errors.Is(err, records.ErrInvalid):
 		return http.StatusBadRequest, wire.Error{Error: err.Error()}
 	case errors.Is(err, sdk.ErrNoActor):
-		return http.StatusBadRequest, wire.Error{Error: err.Error(), Field: "actor", Rule: "required: a DID such as did:sync:agent:dev"}
+		// The service layer's words name the Go option; a request names
+		// its actor in its body.
+		return http.StatusBadRequest, wire.Error{Error: "actor: required: name the writer in the request's actor field (a DID such as did:sync:agent:dev); this server has no actor of its own",
+			Field: "actor", Rule: "required: a DID such as did:sync:agent:dev"}
 	case errors.Is(err, sdk.ErrNotFound):
 		return http.StatusNotFound, wire.Error{Error: err.Error()}
 	case errors.Is(err, sdk.ErrNeedsAdmin):

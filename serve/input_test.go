@@ -110,3 +110,15 @@ func TestMillisecondsRefusedPastRange(t *testing.T) {
 		t.Errorf("refused invalid not counted once a route:\n%s", grepLines(m, "spl_http_refused_total"))
 	}
 }
+
+// TestNoActorSaysWhatAClientSends: a write with no actor, on a server
+// with none, is refused naming the field the request lacks, not the
+// flags and options of the other faces.
+func TestNoActorSaysWhatAClientSends(t *testing.T) {
+	s := start(t, Config{})
+	var e wire.Error
+	if code := call(t, "POST", base(s)+"/v1/records", `{"thread":"th_na","act":"DO","kind":"agent.step","body":{}}`, &e); code != 400 || e.Field != "actor" ||
+		!strings.Contains(e.Error, "actor field") || strings.Contains(e.Error, "--actor") || strings.Contains(e.Error, "WithActor") {
+		t.Fatalf("no actor: %d %+v", code, e)
+	}
+}

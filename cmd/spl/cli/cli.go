@@ -294,8 +294,11 @@ func exitCode(err error) int {
 
 // explain adds a hint to errors whose cause is not obvious from the text.
 func explain(err error, timeout time.Duration) string {
-	if errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("%v (gave up after --timeout %v)", err, timeout)
+	case errors.Is(err, sdk.ErrNoActor):
+		return fmt.Sprintf("%v: set --actor or SPL_ACTOR", err)
 	}
 	return err.Error()
 }
