@@ -105,11 +105,20 @@ func (c *Client) runSignal(ctx context.Context, thread, runID string) (*RunSigna
 	case err != nil:
 		return nil, fmt.Errorf("run %q: signal: %w", runID, err)
 	}
+	sig, err := decodeSignal(e, runID)
+	if err != nil {
+		return nil, err
+	}
+	return &sig, nil
+}
+
+// decodeSignal is the signal an agent.run.signal record holds.
+func decodeSignal(e splog.Entry, runID string) (RunSignal, error) {
 	var b runSignalBody
 	if err := e.Record.DecodeBody(&b); err != nil {
-		return nil, fmt.Errorf("run %q: signal at clock %d: %w", runID, e.Clock, err)
+		return RunSignal{}, fmt.Errorf("run %q: signal at clock %d: %w", runID, e.Clock, err)
 	}
-	return &RunSignal{Name: b.Name, Data: Payload{raw: b.Data}, Actor: e.Record.Header.Actor,
+	return RunSignal{Name: b.Name, Data: Payload{raw: b.Data}, Actor: e.Record.Header.Actor,
 		Request: Receipt{ID: e.ID, Clock: e.Clock}, Time: e.Record.Time()}, nil
 }
 
@@ -121,12 +130,11 @@ func (c *Client) runSignals(ctx context.Context, thread, runID string) ([]RunSig
 		if err != nil {
 			return nil, fmt.Errorf("run %q: signals: %w", runID, err)
 		}
-		var b runSignalBody
-		if err := e.Record.DecodeBody(&b); err != nil {
-			return nil, fmt.Errorf("run %q: signal at clock %d: %w", runID, e.Clock, err)
+		sig, err := decodeSignal(e, runID)
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, RunSignal{Name: b.Name, Data: Payload{raw: b.Data}, Actor: e.Record.Header.Actor,
-			Request: Receipt{ID: e.ID, Clock: e.Clock}, Time: e.Record.Time()})
+		out = append(out, sig)
 	}
 	return out, nil
 }
