@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -130,10 +129,12 @@ func (c *Client) WriteRunCheckpoints(ctx context.Context, thread, runID, actor s
 	return p.wait(ctx, runID)
 }
 
-// runCheckpointRecords builds and seals the records of checkpoints cps,
-// refusing the first that breaks a rule, naming it (checkpoints[i]…).
+// runCheckpointRecords builds and seals the records of checkpoints cps.
+// Every checkpoint is held to its rules before any record is built (a
+// large payload is stored beside the log as its record is built): the
+// first refused is named (checkpoints[i]…), and nothing is stored.
 func (c *Client) runCheckpointRecords(ctx context.Context, thread, runID, actor string, cps []RunCheckpointWrite) ([]*records.Record, error) {
-	recs := make([]*records.Record, len(cps))
+	raws := make([][]byte, len(cps))
 	for i, cp := range cps {
 		if err := checkPhase(cp.Phase); err != nil {
 			return nil, indexed(err, "checkpoints", i)
@@ -142,13 +143,21 @@ func (c *Client) runCheckpointRecords(ctx context.Context, thread, runID, actor 
 		if payload == nil {
 			payload = map[string]any{}
 		}
+		raw, err := checkpointPayload(cp.Phase, payload)
+		if err != nil {
+			return nil, indexed(err, "checkpoints", i)
+		}
+		raws[i] = raw
+	}
+	recs := make([]*records.Record, len(cps))
+	for i, cp := range cps {
 		ts := cp.Time
 		if ts.IsZero() {
 			ts = time.Now()
 		}
-		rec, err := c.runCheckpointRecord(ctx, thread, runID, actor, cp.Phase, payload, ts)
+		rec, err := c.runCheckpointRecord(ctx, thread, runID, actor, cp.Phase, raws[i], ts)
 		if err != nil {
-			return nil, indexed(err, "checkpoints", i)
+			return nil, err
 		}
 		recs[i] = rec
 	}
@@ -194,11 +203,10 @@ func (p pendingRun) release() {
 	}
 }
 
-// indexed names element i of list in a field error on one of the
-// element's own fields (phase, payload…), not the request's (actor).
+// indexed names element i of list in a field error of the element.
 func indexed(err error, list string, i int) error {
 	var fe *records.FieldError
-	if errors.As(err, &fe) && (fe.Field == "phase" || strings.HasPrefix(fe.Field, "payload")) {
+	if errors.As(err, &fe) {
 		return &records.FieldError{Field: fmt.Sprintf("%s[%d].%s", list, i, fe.Field), Rule: fe.Rule}
 	}
 	return err
@@ -424,7 +432,11 @@ func (c *Client) FinishRun(ctx context.Context, thread, runID, actor string, t T
 	if err := t.check(ce != nil); err != nil {
 		return Receipt{}, "", err
 	}
-	rec, err := c.runCheckpointRecord(ctx, thread, runID, actor, PhaseRunTerminal, t.payload(replayed), time.Now())
+	raw, err := checkpointPayload(PhaseRunTerminal, t.payload(replayed))
+	if err != nil {
+		return Receipt{}, "", err
+	}
+	rec, err := c.runCheckpointRecord(ctx, thread, runID, actor, PhaseRunTerminal, raw, time.Now())
 	if err != nil {
 		return Receipt{}, "", err
 	}

@@ -263,15 +263,17 @@ func (r *Run) durable(ctx context.Context, phase string, rec *records.Record) (R
 // checkpointRecord builds and seals the record of a checkpoint of the
 // run.
 func (r *Run) checkpointRecord(phase string, payload any, ts time.Time) (*records.Record, error) {
-	return r.c.runCheckpointRecord(context.Background(), r.thread, r.id, r.actor(), phase, payload, ts)
+	raw, err := checkpointPayload(phase, payload)
+	if err != nil {
+		return nil, err
+	}
+	return r.c.runCheckpointRecord(context.Background(), r.thread, r.id, r.actor(), phase, raw, ts)
 }
 
-// runCheckpointRecord builds and seals the record of a checkpoint of run
-// runID on thread: the redaction policies of the run's thread hold for
-// its payload, which is stored beside the log when large, after them, so
-// that a covered value is stored nowhere. payload is a map, a struct, or
-// a cbor.RawMessage of a map.
-func (c *Client) runCheckpointRecord(ctx context.Context, thread, runID, actor, phase string, payload any, ts time.Time) (*records.Record, error) {
+// checkpointPayload encodes the payload of a checkpoint of phase (a map,
+// a struct, or a cbor.RawMessage of a map) and holds it to the rules of a
+// checkpoint's payload, each refusal a *records.FieldError on "payload…".
+func checkpointPayload(phase string, payload any) ([]byte, error) {
 	raw, err := payloadEnc.Marshal(payload)
 	if err != nil {
 		return nil, &records.FieldError{Field: "payload", Rule: "cannot encode as CBOR: " + err.Error()}
@@ -282,6 +284,15 @@ func (c *Client) runCheckpointRecord(ctx context.Context, thread, runID, actor, 
 	if err := checkAwaiting(phase, raw); err != nil {
 		return nil, err
 	}
+	return raw, nil
+}
+
+// runCheckpointRecord builds and seals the record of a checkpoint of run
+// runID on thread, its payload raw (checkpointPayload's): the redaction
+// policies of the run's thread hold for it, and it is stored beside the
+// log when large, after them, so that a covered value is stored nowhere.
+func (c *Client) runCheckpointRecord(ctx context.Context, thread, runID, actor, phase string, raw []byte, ts time.Time) (*records.Record, error) {
+	var err error
 	kind := KindRunCheckpoint
 	if isSnapshotPhase(phase) {
 		kind = KindRunSnapshot
