@@ -124,10 +124,3 @@ func (s *subscriptions) drop(ss *mcp.ServerSession, uri string) {
 		}
 	}
 }
-
-// watching is the number of resources watched (for tests).
-func (s *subscriptions) watching() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.watched)
-}

@@ -52,11 +52,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		err = c.EffectOutputs(r.Context(), &d)
 	}
 	if err != nil {
-		if errors.Is(err, records.ErrCorrupt) || errors.Is(err, sdk.ErrCheckpointCorrupt) {
-			s.m.corrupt.WithLabelValues("run").Inc()
-			err = errors.Join(err, records.ErrCorrupt)
-		}
-		s.fail(w, r, err)
+		s.failRun(w, r, err)
 		return
 	}
 	out, err := d.Wire()
@@ -380,11 +376,10 @@ func (s *Server) handleFinishRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, finishRunResponse{ID: rc.ID.String(), Clock: rc.Clock, Status: string(st)})
 }
 
-// failRun answers an error of a run: a checkpoint that cannot be resumed
-// from is a stored record that does not verify (500, counted), as for
-// GET /v1/runs/{run}.
+// failRun answers an error of a run: a stored record that does not
+// verify, or a checkpoint that cannot be resumed from, is 500, counted.
 func (s *Server) failRun(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, sdk.ErrCheckpointCorrupt) && !errors.Is(err, records.ErrCorrupt) {
+	if errors.Is(err, records.ErrCorrupt) || errors.Is(err, sdk.ErrCheckpointCorrupt) {
 		s.m.corrupt.WithLabelValues("run").Inc()
 		err = errors.Join(err, records.ErrCorrupt)
 	}
