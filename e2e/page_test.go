@@ -348,6 +348,13 @@ fetch(%[2]q, {credentials: "include"})
 	}
 	b.waitText(`#sessions tr[data-thread="`+th+`"]`, "paused")
 
+	// The write login is offered nothing on a finished run (the server
+	// says it cannot be cancelled), and the approval on the waiting one.
+	b.do("open the finished run", chromedp.Click(`#runs tr[data-run="run_page_1"] button.link`))
+	b.waitText("#run-facts", "terminal")
+	if eval[bool](b, `!document.getElementById("run-actions").hidden`) {
+		t.Error("the write login is offered actions on a finished run")
+	}
 	// The write login sends the waiting run its approval, with data.
 	b.do("open the waiting run", chromedp.Click(`#runs tr[data-run="run_page_wait"] button.link`))
 	b.waitText("#run-signal-name", "approval")

@@ -72,11 +72,8 @@ func (c *Client) CancelRun(ctx context.Context, thread, runID, reason, actor str
 	if err != nil {
 		return Receipt{}, err
 	}
-	switch st {
-	case RunTerminal, RunFailed:
+	if !st.Cancellable() {
 		return Receipt{}, fmt.Errorf("cancel run %q: it is %s: %w", runID, st, ErrRunFinished)
-	case RunCancelled:
-		return Receipt{}, fmt.Errorf("cancel run %q: already cancelled: %w", runID, ErrRunFinished)
 	}
 	r, err := c.AppendEvent(ctx, Event{Act: records.ActDo, Kind: KindRunCancel, Thread: RunThread(thread, runID), Actor: actor,
 		Body: runCancelBody{RunID: runID, ThreadID: thread, Reason: reason}})
@@ -85,6 +82,10 @@ func (c *Client) CancelRun(ctx context.Context, thread, runID, reason, actor str
 	}
 	return Receipt{ID: r.ID, Clock: r.Clock}, nil
 }
+
+// Cancellable says whether a run in status st can be cancelled: while it
+// runs or waits for a signal (CancelRun; what the faces offer).
+func (st RunStatus) Cancellable() bool { return st == RunRunning || st == RunWaiting }
 
 // runCancel is the cancel request of a run, nil when there is none: one
 // last-by-subject get.

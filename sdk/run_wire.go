@@ -11,7 +11,8 @@ import (
 // GET /v1/runs answers it.
 func (i RunInfo) Wire() wire.Run {
 	w := wire.Run{Thread: i.Thread, RunID: i.RunID, Status: string(i.Status), Phase: i.Phase,
-		LatestID: wire.OptionalID(i.Latest.ID), LatestClock: i.Latest.Clock, Problem: i.Problem, WaitingFor: i.WaitingFor}
+		LatestID: wire.OptionalID(i.Latest.ID), LatestClock: i.Latest.Clock, Problem: i.Problem, WaitingFor: i.WaitingFor,
+		Cancellable: i.Status.Cancellable()}
 	if !i.Updated.IsZero() {
 		w.Updated, w.UpdatedTS = wire.FormatTime(i.Updated), i.Updated.UnixMilli()
 	}

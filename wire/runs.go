@@ -15,6 +15,7 @@ type Run struct {
 	LatestClock uint64  `json:"latest_clock"`
 	Problem     string  `json:"problem,omitempty"`     // why the newest checkpoint cannot be read
 	WaitingFor  string  `json:"waiting_for,omitempty"` // status waiting: the signal the run waits for
+	Cancellable bool    `json:"cancellable"`           // it may be cancelled now (running or waiting)
 }
 
 // RunPhase is one phase checkpoint of a run, in a RunDetail.

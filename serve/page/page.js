@@ -331,15 +331,14 @@ async function openRun(thread, run) {
 }
 
 // showRunActions offers what the login's right may do to the run, and
-// what the run's status allows, as the server says it (a run waits for a
-// signal, or runs): send the signal it waits for, or cancel it.
+// what the server says the run allows: the signal it waits for
+// (waiting_for), a cancel (cancellable).
 function showRunActions(thread, run, d) {
   const writes = state.right === 'write' || state.right === 'admin';
-  const waiting = d.status === 'waiting' && !!d.waiting_for;
-  const live = d.status === 'running' || d.status === 'waiting';
-  $('run-actions').hidden = !writes || !live;
+  const waiting = !!d.waiting_for;
+  $('run-actions').hidden = !writes || !(waiting || d.cancellable);
   $('run-signal').hidden = !waiting;
-  $('run-cancel').hidden = !live;
+  $('run-cancel').hidden = !d.cancellable;
   $('run-signal-name').textContent = d.waiting_for || '';
   $('run-signal-send').onclick = () => signalRun(thread, run, d.waiting_for);
   $('run-cancel-send').onclick = () => cancelRun(thread, run);
