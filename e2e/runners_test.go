@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,7 +8,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -86,26 +83,7 @@ func exists(path string) bool {
 // SIGKILL.
 func runLang(t *testing.T, s *served, lang runnerLang, args ...string) (out runnerOut, killed bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
-	defer cancel()
-	argv := append(lang.argv(t), args...)
-	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	c.Env = append(append([]string{}, s.h.env...), lang.env(s)...)
-	var stdout, stderr bytes.Buffer
-	c.Stdout, c.Stderr = &stdout, &stderr
-	err := c.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-			return out, true
-		}
-	}
-	if err != nil {
-		t.Fatalf("%s runner %s: %v\n%s", lang.name, strings.Join(args, " "), err, stderr.String())
-	}
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		t.Fatalf("%s runner output %q: %v\n%s", lang.name, stdout.String(), err, stderr.String())
-	}
-	return out, false
+	return runRunner(t, append(lang.argv(t), args...), append(append([]string{}, s.h.env...), lang.env(s)...))
 }
 
 // sameJSON says whether a and b are the same JSON value (the runners

@@ -56,10 +56,17 @@ type runnerOut struct {
 // runner runs the example on h; killed says whether it died of SIGKILL.
 func (h *home) runner(t *testing.T, bin string, args ...string) (out runnerOut, killed bool) {
 	t.Helper()
+	return runRunner(t, append([]string{bin}, args...), h.env)
+}
+
+// runRunner runs a runner (argv) with env and decodes what it prints;
+// killed says whether it died of SIGKILL.
+func runRunner(t *testing.T, argv, env []string) (out runnerOut, killed bool) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
-	c := exec.CommandContext(ctx, bin, args...)
-	c.Env = h.env
+	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	c.Env = env
 	var stdout, stderr bytes.Buffer
 	c.Stdout, c.Stderr = &stdout, &stderr
 	err := c.Run()
@@ -69,10 +76,10 @@ func (h *home) runner(t *testing.T, bin string, args ...string) (out runnerOut, 
 		}
 	}
 	if err != nil {
-		t.Fatalf("runner %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		t.Fatalf("runner %s: %v\n%s", strings.Join(argv, " "), err, stderr.String())
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		t.Fatalf("runner output %q: %v", stdout.String(), err)
+		t.Fatalf("runner %s: output %q: %v\n%s", argv[0], stdout.String(), err, stderr.String())
 	}
 	return out, false
 }
