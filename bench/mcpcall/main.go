@@ -15,10 +15,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spl-dev/spl/bench/internal/stat"
 )
 
 func main() {
@@ -63,25 +63,17 @@ func main() {
 		if err := call(); err != nil {
 			fail(err)
 		}
-		mcpMS = append(mcpMS, ms(time.Since(t)))
+		mcpMS = append(mcpMS, stat.MS(time.Since(t)))
 	}
 	for range *runs {
 		t := time.Now()
 		if out, err := spl("session", "show", "th_bench").CombinedOutput(); err != nil {
 			fail(fmt.Errorf("session show: %v\n%s", err, out))
 		}
-		cliMS = append(cliMS, ms(time.Since(t)))
+		cliMS = append(cliMS, stat.MS(time.Since(t)))
 	}
-	m, c := p50(mcpMS), p50(cliMS)
+	m, c := stat.P50(mcpMS), stat.P50(cliMS)
 	_ = json.NewEncoder(os.Stdout).Encode(map[string]float64{"tools_call_p50_ms": m, "cli_p50_ms": c, "tools_call_over_cli": m / c})
-}
-
-func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
-
-func p50(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 func fail(err error) {

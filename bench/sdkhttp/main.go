@@ -13,10 +13,10 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"slices"
 	"sync"
 	"time"
 
+	"github.com/spl-dev/spl/bench/internal/stat"
 	"github.com/spl-dev/spl/records"
 )
 
@@ -45,9 +45,9 @@ func main() {
 	for i := range *n {
 		t := time.Now()
 		emit(run+"_one", fmt.Sprintf(`{"step":%d}`, i), "agent.step", "DO")
-		lat = append(lat, float64(time.Since(t).Microseconds())/1000)
+		lat = append(lat, stat.MS(time.Since(t)))
 	}
-	emitP50 := p50(lat)
+	emitP50 := stat.P50(lat)
 	var wg sync.WaitGroup
 	next := make(chan int, *total)
 	for i := range *total {
@@ -94,15 +94,9 @@ func main() {
 		if err := rec.Verify(id); err != nil {
 			panic(err)
 		}
-		lat = append(lat, float64(time.Since(t).Microseconds())/1000)
+		lat = append(lat, stat.MS(time.Since(t)))
 	}
-	json.NewEncoder(os.Stdout).Encode(map[string]float64{"emit_p50_ms": emitP50, "concurrent_rps": rps, "latest_p50_ms": p50(lat)})
-}
-
-func p50(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[len(s)/2]
+	json.NewEncoder(os.Stdout).Encode(map[string]float64{"emit_p50_ms": emitP50, "concurrent_rps": rps, "latest_p50_ms": stat.P50(lat)})
 }
 
 // bearer sends the token of spl serve with every request, as the SDKs do.

@@ -1,6 +1,6 @@
 // Command sdkruns measures durable runs through the Go SDK on spl serve
 // (SPL_SERVER, SPL_TOKEN: the NATS door), the peer the TypeScript and
-// Python SDKs' runs over HTTP are compared with (bench/sdkruns.sh): a
+// Python SDKs' runs over HTTP are compared with (bench/sdks.sh): a
 // durable effect's p50, a write-behind checkpoint's p50 (the call, not
 // the write), and the steps per second of 64 runs at once, a step being
 // one effect and two checkpoints. It prints one JSON object.
@@ -12,10 +12,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"slices"
 	"sync"
 	"time"
 
+	"github.com/spl-dev/spl/bench/internal/stat"
 	"github.com/spl-dev/spl/sdk"
 )
 
@@ -42,14 +42,14 @@ func main() {
 		if _, err := r.Effect(ctx, fmt.Sprintf("c%d", i), "t", map[string]int{"i": i}, tool); err != nil {
 			fail(err)
 		}
-		effect = append(effect, ms(time.Since(t)))
+		effect = append(effect, stat.MS(time.Since(t)))
 	}
 	for i := range *n {
 		t := time.Now()
 		if err := r.Checkpoint(ctx, sdk.PhasePreToolBatch, map[string]int{"i": i}); err != nil {
 			fail(err)
 		}
-		cp = append(cp, ms(time.Since(t)))
+		cp = append(cp, stat.MS(time.Since(t)))
 	}
 	if _, err := r.Finish(ctx, sdk.Terminal{Result: "ok"}); err != nil {
 		fail(err)
@@ -92,16 +92,8 @@ func main() {
 	}
 	sps := float64(*runs**steps) / time.Since(start).Seconds()
 	_ = json.NewEncoder(os.Stdout).Encode(map[string]float64{
-		"effect_p50_ms": p50(effect), "checkpoint_p50_us": p50(cp) * 1000, "concurrent_steps_per_s": sps,
+		"effect_p50_ms": stat.P50(effect), "checkpoint_p50_us": stat.P50(cp) * 1000, "concurrent_steps_per_s": sps,
 	})
-}
-
-func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
-
-func p50(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 func fail(err error) {

@@ -1,4 +1,4 @@
-// The TypeScript SDK's figures for bench/sdkruns.sh: a durable effect's
+// The TypeScript SDK's figures for bench/sdks.sh: a durable effect's
 // p50, a write-behind checkpoint's p50 (the call, not the write), and the
 // steps per second of 64 runs at once (a step: a checkpoint, an effect, a
 // checkpoint). Prints one JSON object. Needs npm run build and SPL_URL.
