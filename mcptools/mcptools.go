@@ -12,6 +12,7 @@
 package mcptools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -112,19 +113,83 @@ func New(c *sdk.Client, right Right, o Options) (*mcp.Server, error) {
 // write as the schema true, which some clients do not take.
 var rawJSON = &jsonschema.Schema{Description: "any JSON value"}
 
-// add adds a tool whose output schema is inferred from Out as the wire
-// types marshal (json.RawMessage as any JSON value).
+// schemaTypes are the schemas inference would get wrong (see rawJSON).
+var schemaTypes = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[json.RawMessage](): rawJSON,
+	reflect.TypeFor[any]():             rawJSON,
+}}
+
+// add adds a tool whose input and output schemas are inferred from In
+// and Out as the wire types marshal (json.RawMessage as any JSON value).
+//
+// Its arguments are read as every face reads JSON, not as the MCP SDK's
+// typed handlers do (through map[string]any, where a big integer becomes
+// the nearest float64 and a duplicate key the last one): the raw
+// arguments pass the strict reader of records (records.CheckJSON: a
+// value it would change is refused, naming its path under "arguments"),
+// then the input schema, then decode into In, whose fields of any JSON
+// are json.RawMessage, read by records again where they are used.
 func add[In, Out any](s *mcp.Server, errs *[]error, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
-	out, err := jsonschema.For[Out](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
-		reflect.TypeFor[json.RawMessage](): rawJSON,
-		reflect.TypeFor[any]():             rawJSON,
-	}})
+	in, err := jsonschema.For[In](schemaTypes)
+	if err != nil {
+		*errs = append(*errs, fmt.Errorf("tool %s: input schema: %w", t.Name, err))
+		return
+	}
+	out, err := jsonschema.For[Out](schemaTypes)
 	if err != nil {
 		*errs = append(*errs, fmt.Errorf("tool %s: output schema: %w", t.Name, err))
 		return
 	}
-	t.OutputSchema = out
-	mcp.AddTool(s, t, h)
+	resolved, err := in.Resolve(nil)
+	if err != nil {
+		*errs = append(*errs, fmt.Errorf("tool %s: input schema: %w", t.Name, err))
+		return
+	}
+	t.InputSchema, t.OutputSchema = in, out
+	s.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var input In
+		if err := arguments(req.Params.Arguments, resolved, &input); err != nil {
+			return toolError(err), nil
+		}
+		res, output, err := h(ctx, req, input)
+		if err != nil {
+			return toolError(err), nil
+		}
+		if res == nil {
+			res = &mcp.CallToolResult{}
+		}
+		if res.StructuredContent == nil {
+			res.StructuredContent = output
+		}
+		return res, nil
+	})
+}
+
+// arguments reads a call's raw arguments into v: strictly (records), by
+// the input schema, then as JSON.
+func arguments(raw json.RawMessage, schema *jsonschema.Resolved, v any) error {
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	if err := records.CheckJSON(raw, "arguments"); err != nil {
+		return fmt.Errorf("refused: %w", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return fmt.Errorf("refused: arguments: must be a JSON object: %w", err)
+	}
+	if err := schema.Validate(m); err != nil {
+		return fmt.Errorf("refused: arguments: %w", err)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("refused: arguments: %w", err)
+	}
+	return nil
+}
+
+// toolError is a refused or failed call, as a tool error the agent reads.
+func toolError(err error) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -442,7 +507,7 @@ type PauseInput struct {
 	Actor       string   `json:"actor,omitempty" jsonschema:"who pauses (a DID); default the server's actor"`
 	// PendingDelegations are the delegations in flight; absent: those the
 	// transcript leaves unanswered.
-	PendingDelegations []map[string]any `json:"pending_delegations,omitempty" jsonschema:"the delegations in flight, each an object; default those the transcript leaves unanswered (a delegation with no child_result from its target)"`
+	PendingDelegations []json.RawMessage `json:"pending_delegations,omitempty" jsonschema:"the delegations in flight, each an object; default those the transcript leaves unanswered (a delegation with no child_result from its target)"`
 }
 
 func (t tools) pause(ctx context.Context, _ *mcp.CallToolRequest, in PauseInput) (*mcp.CallToolResult, wire.Paused, error) {
@@ -458,7 +523,9 @@ func (t tools) pause(ctx context.Context, _ *mcp.CallToolRequest, in PauseInput)
 	if in.PendingDelegations != nil {
 		o.PendingDelegations = make([]any, len(in.PendingDelegations))
 		for i, d := range in.PendingDelegations {
-			o.PendingDelegations[i] = d
+			if o.PendingDelegations[i], err = records.ValueFromJSON(d, fmt.Sprintf("pending_delegations[%d]", i)); err != nil {
+				return nil, wire.Paused{}, explain(err)
+			}
 		}
 	}
 	p, err := t.c.PauseSession(ctx, in.Thread, t.actorOr(in.Actor), o)
@@ -500,11 +567,11 @@ func (t tools) diff(ctx context.Context, _ *mcp.CallToolRequest, in DiffInput) (
 
 // ForkInput forks a thread.
 type ForkInput struct {
-	Thread string         `json:"thread" jsonschema:"the thread to fork"`
-	To     string         `json:"to" jsonschema:"the new thread; it must hold no record"`
-	From   string         `json:"from,omitempty" jsonschema:"the checkpoint to fork from (id, end of id, or name); default the latest"`
-	Set    map[string]any `json:"set,omitempty" jsonschema:"changes to the copied state, by path (a.b)"`
-	Actor  string         `json:"actor,omitempty" jsonschema:"who forks (a DID); default the server's actor"`
+	Thread string                     `json:"thread" jsonschema:"the thread to fork"`
+	To     string                     `json:"to" jsonschema:"the new thread; it must hold no record"`
+	From   string                     `json:"from,omitempty" jsonschema:"the checkpoint to fork from (id, end of id, or name); default the latest"`
+	Set    map[string]json.RawMessage `json:"set,omitempty" jsonschema:"changes to the copied state, by path (a.b)"`
+	Actor  string                     `json:"actor,omitempty" jsonschema:"who forks (a DID); default the server's actor"`
 }
 
 func (t tools) fork(ctx context.Context, _ *mcp.CallToolRequest, in ForkInput) (*mcp.CallToolResult, wire.Fork, error) {
@@ -552,18 +619,26 @@ func (t tools) cancelRun(ctx context.Context, _ *mcp.CallToolRequest, in CancelI
 
 // SignalInput sends a waiting run its signal.
 type SignalInput struct {
-	Run    string `json:"run" jsonschema:"the run id"`
-	Name   string `json:"name" jsonschema:"the signal the run waits for (its waiting_for), e.g. approval"`
-	Data   any    `json:"data,omitempty" jsonschema:"the signal's data, any JSON value, e.g. {\"approved\": true}"`
-	Thread string `json:"thread,omitempty" jsonschema:"its thread, when the run id is on several"`
-	Actor  string `json:"actor,omitempty" jsonschema:"who sends it (a DID); default the server's actor"`
+	Run    string          `json:"run" jsonschema:"the run id"`
+	Name   string          `json:"name" jsonschema:"the signal the run waits for (its waiting_for), e.g. approval"`
+	Data   json.RawMessage `json:"data,omitempty" jsonschema:"the signal's data, any JSON value, e.g. {\"approved\": true}"`
+	Thread string          `json:"thread,omitempty" jsonschema:"its thread, when the run id is on several"`
+	Actor  string          `json:"actor,omitempty" jsonschema:"who sends it (a DID); default the server's actor"`
 }
 
 func (t tools) signalRun(ctx context.Context, _ *mcp.CallToolRequest, in SignalInput) (*mcp.CallToolResult, Saved, error) {
 	if in.Run == "" {
 		return nil, Saved{}, &records.FieldError{Field: "run", Rule: "required: a run id"}
 	}
-	rc, err := t.c.SignalRun(ctx, in.Thread, in.Run, in.Name, in.Data, t.actorOr(in.Actor))
+	var data any
+	if in.Data != nil {
+		v, err := records.ValueFromJSON(in.Data, "data")
+		if err != nil {
+			return nil, Saved{}, explain(err)
+		}
+		data = v
+	}
+	rc, err := t.c.SignalRun(ctx, in.Thread, in.Run, in.Name, data, t.actorOr(in.Actor))
 	if err != nil {
 		return nil, Saved{}, explain(err)
 	}
@@ -573,16 +648,16 @@ func (t tools) signalRun(ctx context.Context, _ *mcp.CallToolRequest, in SignalI
 
 // SaveInput is a checkpoint to save.
 type SaveInput struct {
-	Thread        string         `json:"thread" jsonschema:"the thread, e.g. th_auth_refactor"`
-	Summary       string         `json:"summary" jsonschema:"what was done, in a few sentences (at most 8 KiB)"`
-	Learnings     []string       `json:"learnings" jsonschema:"what was learned, at least one"`
-	NextSteps     []string       `json:"next_steps,omitempty" jsonschema:"what comes next"`
-	State         map[string]any `json:"state,omitempty" jsonschema:"structured state to resume with"`
-	Name          string         `json:"name,omitempty" jsonschema:"a name to find this checkpoint by"`
-	Type          string         `json:"type,omitempty" jsonschema:"phase_boundary, safe_point, error_boundary, ..."`
-	IsClean       *bool          `json:"is_clean,omitempty" jsonschema:"whether the work is in a clean state (default true)"`
-	CanResumeFrom *bool          `json:"can_resume_from,omitempty" jsonschema:"whether a session may resume from it (default true)"`
-	Actor         string         `json:"actor,omitempty" jsonschema:"the writer's DID; default the server's actor"`
+	Thread        string                     `json:"thread" jsonschema:"the thread, e.g. th_auth_refactor"`
+	Summary       string                     `json:"summary" jsonschema:"what was done, in a few sentences (at most 8 KiB)"`
+	Learnings     []string                   `json:"learnings" jsonschema:"what was learned, at least one"`
+	NextSteps     []string                   `json:"next_steps,omitempty" jsonschema:"what comes next"`
+	State         map[string]json.RawMessage `json:"state,omitempty" jsonschema:"structured state to resume with"`
+	Name          string                     `json:"name,omitempty" jsonschema:"a name to find this checkpoint by"`
+	Type          string                     `json:"type,omitempty" jsonschema:"phase_boundary, safe_point, error_boundary, ..."`
+	IsClean       *bool                      `json:"is_clean,omitempty" jsonschema:"whether the work is in a clean state (default true)"`
+	CanResumeFrom *bool                      `json:"can_resume_from,omitempty" jsonschema:"whether a session may resume from it (default true)"`
+	Actor         string                     `json:"actor,omitempty" jsonschema:"the writer's DID; default the server's actor"`
 }
 
 // Saved says where a record landed.
@@ -610,7 +685,7 @@ func zero(v any) bool {
 		return v == ""
 	case []string:
 		return v == nil
-	case map[string]any:
+	case map[string]json.RawMessage:
 		return v == nil
 	case *bool:
 		return v == nil
@@ -620,11 +695,11 @@ func zero(v any) bool {
 
 // EmitInput is any record.
 type EmitInput struct {
-	Thread string         `json:"thread" jsonschema:"the thread"`
-	Act    string         `json:"act" jsonschema:"upper-case verb: KNOW, DO, LEARN, SAY, ..."`
-	Kind   string         `json:"kind" jsonschema:"lower-case dotted kind, e.g. agent.step"`
-	Body   map[string]any `json:"body" jsonschema:"the record's body, a JSON object"`
-	Actor  string         `json:"actor,omitempty" jsonschema:"the writer's DID; default the server's actor"`
+	Thread string                     `json:"thread" jsonschema:"the thread"`
+	Act    string                     `json:"act" jsonschema:"upper-case verb: KNOW, DO, LEARN, SAY, ..."`
+	Kind   string                     `json:"kind" jsonschema:"lower-case dotted kind, e.g. agent.step"`
+	Body   map[string]json.RawMessage `json:"body" jsonschema:"the record's body, a JSON object"`
+	Actor  string                     `json:"actor,omitempty" jsonschema:"the writer's DID; default the server's actor"`
 }
 
 func (t tools) emit(ctx context.Context, _ *mcp.CallToolRequest, in EmitInput) (*mcp.CallToolResult, Saved, error) {
@@ -637,7 +712,7 @@ func (t tools) emit(ctx context.Context, _ *mcp.CallToolRequest, in EmitInput) (
 // append writes one record as the HTTP API's POST /v1/records does: the
 // body through the one strict JSON reader, the record through the
 // service layer.
-func (t tools) append(ctx context.Context, thread, act, kind, actor string, body map[string]any) (*mcp.CallToolResult, Saved, error) {
+func (t tools) append(ctx context.Context, thread, act, kind, actor string, body any) (*mcp.CallToolResult, Saved, error) {
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return nil, Saved{}, &records.FieldError{Field: "body", Rule: "must be a JSON object: " + err.Error()}
@@ -657,28 +732,24 @@ func (t tools) append(ctx context.Context, thread, act, kind, actor string, body
 
 // ResumeInput resumes a session.
 type ResumeInput struct {
-	Thread string         `json:"thread" jsonschema:"the thread of the session"`
-	From   string         `json:"from,omitempty" jsonschema:"the checkpoint to resume from (id, end of id, or name); default the latest"`
-	Set    map[string]any `json:"set,omitempty" jsonschema:"keys of the shared memory to change"`
-	Actor  string         `json:"actor,omitempty" jsonschema:"who resumes (a DID); default the server's actor"`
+	Thread string          `json:"thread" jsonschema:"the thread of the session"`
+	From   string          `json:"from,omitempty" jsonschema:"the checkpoint to resume from (id, end of id, or name); default the latest"`
+	Set    json.RawMessage `json:"set,omitempty" jsonschema:"keys of the shared memory to change, a JSON object"`
+	Actor  string          `json:"actor,omitempty" jsonschema:"who resumes (a DID); default the server's actor"`
 }
 
 func (t tools) resume(ctx context.Context, _ *mcp.CallToolRequest, in ResumeInput) (*mcp.CallToolResult, wire.Resume, error) {
 	if err := records.CheckThread(in.Thread); err != nil {
 		return nil, wire.Resume{}, err
 	}
+	o := sdk.ResumeOptions{Ref: in.From}
 	if in.Set != nil {
-		// The same strict reader as every face: a value it would change
-		// is refused, naming its key.
-		raw, err := json.Marshal(in.Set)
-		if err == nil {
-			_, err = records.BodyFromJSON(raw)
-		}
-		if err != nil {
-			return nil, wire.Resume{}, fmt.Errorf("set: %w", err)
+		var err error
+		if o.Set, err = records.MapFromJSON(in.Set, "set"); err != nil {
+			return nil, wire.Resume{}, explain(err)
 		}
 	}
-	rc, err := t.c.ResumeSession(ctx, in.Thread, t.actorOr(in.Actor), sdk.ResumeOptions{Ref: in.From, Set: in.Set})
+	rc, err := t.c.ResumeSession(ctx, in.Thread, t.actorOr(in.Actor), o)
 	if err != nil {
 		return nil, wire.Resume{}, explain(err)
 	}

@@ -209,3 +209,57 @@ func TestReadRightReadsOnly(t *testing.T) {
 		t.Fatal("save_checkpoint with the read right: saved")
 	}
 }
+
+// TestArgumentsReadStrictly: a tool's arguments are read as every face
+// reads JSON: a big integer is kept exactly (the SDK's typed handlers
+// would have made it a float64), a duplicate key and a number a float64
+// cannot keep are refused, naming their path.
+func TestArgumentsReadStrictly(t *testing.T) {
+	c, cs := connect(t, mcptools.Write)
+	ctx := context.Background()
+	raw := func(name, args string) *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
+		if err != nil {
+			t.Fatalf("%s: protocol error %v", name, err)
+		}
+		return res
+	}
+	res := raw("emit", `{"thread":"th_exact","act":"DO","kind":"agent.step","actor":"`+actor+`","body":{"n":18446744073709551615,"f":0.5}}`)
+	if res.IsError {
+		t.Fatalf("emit: %s", text(res))
+	}
+	var got struct {
+		N uint64  `cbor:"n"`
+		F float64 `cbor:"f"`
+	}
+	recs := readThread(t, c, "th_exact")
+	if len(recs) != 1 || recs[0].Record.DecodeBody(&got) != nil || got.N != 18446744073709551615 || got.F != 0.5 {
+		t.Fatalf("stored %+v, want n exactly 18446744073709551615", got)
+	}
+	for args, want := range map[string]string{
+		`{"thread":"th_exact","act":"DO","kind":"agent.step","body":{"a":1,"a":2}}`:                 "arguments.body",
+		`{"thread":"th_exact","act":"DO","kind":"agent.step","body":{"pi":3.141592653589793238}}`:   "arguments.body.pi",
+		`{"thread":"th_exact","act":"DO","kind":"agent.step","body":{"x":1},"thread":"th_other"}`: "arguments",
+		`{"thread":"th_exact","act":"DO","kind":"agent.step"}`:                                      "body",
+	} {
+		if res := raw("emit", args); !res.IsError || !strings.Contains(text(res), want) {
+			t.Errorf("emit %s: %v %q, want a tool error naming %s", args, res.IsError, text(res), want)
+		}
+	}
+	if n := len(readThread(t, c, "th_exact")); n != 1 {
+		t.Fatalf("%d records after the refusals, want 1", n)
+	}
+}
+
+func readThread(t *testing.T, c *sdk.Client, thread string) []sdk.Record {
+	t.Helper()
+	var out []sdk.Record
+	for r, err := range c.QueryThread(context.Background(), thread) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}

@@ -65,6 +65,20 @@ func ObjectFromJSON(data []byte, field string) ([]byte, error) {
 	return b, nil
 }
 
+// MapFromJSON is ObjectFromJSON's object as the generic values a body
+// holds (integers as int64 or uint64, maps with string keys).
+func MapFromJSON(data []byte, field string) (map[string]any, error) {
+	b, err := ObjectFromJSON(data, field)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := decMode.Unmarshal(b, &m); err != nil {
+		return nil, fieldErrorf(field, "cannot decode: %v", err)
+	}
+	return m, nil
+}
+
 func notJSONObject(field, why string) *FieldError {
 	return &FieldError{Field: field, Rule: "must be a JSON object: " + why}
 }

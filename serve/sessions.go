@@ -125,11 +125,8 @@ func (s *Server) handleResume(w http.ResponseWriter, r *http.Request) {
 	}
 	o := sdk.ResumeOptions{Ref: req.From}
 	if len(req.Set) > 0 {
-		body, err := records.BodyFromJSON(req.Set)
-		if err == nil {
-			err = (&records.Record{Body: body}).DecodeBody(&o.Set)
-		}
-		if err != nil {
+		var err error
+		if o.Set, err = records.MapFromJSON(req.Set, "set"); err != nil {
 			s.refuse(w, http.StatusBadRequest, "invalid", wire.Error{Error: fmt.Sprintf("set: %v", err), Field: "set", Rule: "a JSON object"})
 			return
 		}
