@@ -238,10 +238,10 @@ func TestArgumentsReadStrictly(t *testing.T) {
 		t.Fatalf("stored %+v, want n exactly 18446744073709551615", got)
 	}
 	for args, want := range map[string]string{
-		`{"thread":"th_exact","act":"DO","kind":"agent.step","body":{"a":1,"a":2}}`:                 "arguments.body",
-		`{"thread":"th_exact","act":"DO","kind":"agent.step","body":{"pi":3.141592653589793238}}`:   "arguments.body.pi",
+		`{"thread":"th_exact","act":"DO","kind":"agent.step","body":{"a":1,"a":2}}`:               "arguments.body",
+		`{"thread":"th_exact","act":"DO","kind":"agent.step","body":{"pi":3.141592653589793238}}`: "arguments.body.pi",
 		`{"thread":"th_exact","act":"DO","kind":"agent.step","body":{"x":1},"thread":"th_other"}`: "arguments",
-		`{"thread":"th_exact","act":"DO","kind":"agent.step"}`:                                      "body",
+		`{"thread":"th_exact","act":"DO","kind":"agent.step"}`:                                    "body",
 	} {
 		if res := raw("emit", args); !res.IsError || !strings.Contains(text(res), want) {
 			t.Errorf("emit %s: %v %q, want a tool error naming %s", args, res.IsError, text(res), want)
