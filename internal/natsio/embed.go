@@ -366,20 +366,80 @@ const serverReady = 60 * time.Second
 // when nil), and waits until it takes connections: the embedded log's
 // server, spl serve's, and a benchmark's raw JetStream peer, which so runs
 // the very server the embedded log starts.
+//
+// A server that cannot start (a port taken, a store it cannot open)
+// says so through its logger's Fatalf and goes on as if nothing had
+// happened; StartServer stops it and returns that message at once,
+// rather than waiting out serverReady for a listener that never comes.
 func StartServer(opts *server.Options, logger server.Logger) (*server.Server, error) {
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, err
 	}
-	if logger != nil {
-		srv.SetLoggerV2(logger, false, false, false)
-	}
+	fl := &fatalLogger{next: logger, fatal: make(chan string, 1)}
+	srv.SetLoggerV2(fl, false, false, false)
 	srv.Start()
-	if !srv.ReadyForConnections(serverReady) {
-		srv.Shutdown()
-		return nil, fmt.Errorf("not ready within %s", serverReady)
+	deadline := time.Now().Add(serverReady)
+	for !srv.ReadyForConnections(50 * time.Millisecond) {
+		select {
+		case msg := <-fl.fatal:
+			srv.Shutdown()
+			return nil, errors.New(msg)
+		default:
+		}
+		if time.Now().After(deadline) {
+			srv.Shutdown()
+			return nil, fmt.Errorf("not ready within %s", serverReady)
+		}
 	}
 	return srv, nil
+}
+
+// fatalLogger passes a server's log on to next (nowhere when nil), and
+// keeps the first fatal message for StartServer.
+type fatalLogger struct {
+	next  server.Logger
+	fatal chan string
+}
+
+func (l *fatalLogger) Fatalf(format string, v ...any) {
+	select {
+	case l.fatal <- fmt.Sprintf(format, v...):
+	default:
+	}
+	if l.next != nil {
+		l.next.Fatalf(format, v...)
+	}
+}
+
+func (l *fatalLogger) Noticef(format string, v ...any) {
+	if l.next != nil {
+		l.next.Noticef(format, v...)
+	}
+}
+
+func (l *fatalLogger) Warnf(format string, v ...any) {
+	if l.next != nil {
+		l.next.Warnf(format, v...)
+	}
+}
+
+func (l *fatalLogger) Errorf(format string, v ...any) {
+	if l.next != nil {
+		l.next.Errorf(format, v...)
+	}
+}
+
+func (l *fatalLogger) Debugf(format string, v ...any) {
+	if l.next != nil {
+		l.next.Debugf(format, v...)
+	}
+}
+
+func (l *fatalLogger) Tracef(format string, v ...any) {
+	if l.next != nil {
+		l.next.Tracef(format, v...)
+	}
 }
 
 // close stops serving: the address is withdrawn so no new process joins,

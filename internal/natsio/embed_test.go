@@ -2,10 +2,13 @@ package natsio
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Processes that race to create the token, or to replace an incomplete
@@ -48,5 +51,30 @@ func TestLoadTokenRace(t *testing.T) {
 				t.Fatalf("directory holds %v, want the token file only", names)
 			}
 		})
+	}
+}
+
+// TestStartServerPortTaken: a server whose port is taken fails at once,
+// saying why, instead of waiting out serverReady for a listener that
+// never comes.
+func TestStartServerPortTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	opts := EmbeddedServerOptions(t.TempDir(), false)
+	opts.Port = ln.Addr().(*net.TCPAddr).Port
+	start := time.Now()
+	srv, err := StartServer(opts, nil)
+	if err == nil {
+		srv.Shutdown()
+		t.Fatal("started on a port that is taken")
+	}
+	if !strings.Contains(err.Error(), "address already in use") {
+		t.Errorf("error %q does not say the port is taken", err)
+	}
+	if d := time.Since(start); d > serverReady/2 {
+		t.Errorf("took %v to fail, serverReady is %v", d, serverReady)
 	}
 }
