@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -27,15 +30,56 @@ import (
 // The fault tests of spl serve run the built spl binary's serve command in
 // child processes, so that they can kill it with SIGKILL.
 
-// freePort returns a loopback port that was free a moment ago.
+// freePort returns a loopback port that was free a moment ago and that
+// no earlier call returned. It is drawn below the kernel's ephemeral
+// range: a port from that range can be taken, between this call and the
+// server's listen, as the local end of any outgoing connection (a
+// cluster node dialling its peers took one, and the node whose client
+// port it was could not start).
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
+	lo := ephemeralLow()
+	const base = 10000
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 1000 {
+		p := base + rand.IntN(lo-base)
+		if portsGiven[p] {
+			continue
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		portsGiven[p] = true
+		return p
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Fatalf("free port: none free in [%d, %d) after 1000 tries", base, lo)
+	return 0
+}
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
+
+// ephemeralLow is the first port of the kernel's ephemeral range
+// (32768, Linux's default, where it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 32768
+	}
+	lo, err := strconv.Atoi(f[0])
+	if err != nil || lo <= 11000 {
+		return 32768
+	}
+	return lo
 }
 
 // lockedBuffer collects a child's stderr.
@@ -58,13 +102,15 @@ func (l *lockedBuffer) String() string {
 
 // node is one spl serve process.
 type node struct {
-	t      *testing.T
-	name   string
-	args   []string
-	cmd    *exec.Cmd
-	ready  chan string // the HTTP address, once the log is open ("" without HTTP)
-	stderr *lockedBuffer
-	http   string
+	t       *testing.T
+	name    string
+	args    []string
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed once the process has exited and exitErr is set
+	exitErr error
+	ready   chan string // the HTTP address, once the log is open ("" without HTTP)
+	stderr  *lockedBuffer
+	http    string
 }
 
 // testToken is the NATS token, and HTTP write token, of the test
@@ -118,6 +164,11 @@ func (n *node) start() {
 	if err := n.cmd.Start(); err != nil {
 		n.t.Fatalf("%s: start: %v", n.name, err)
 	}
+	n.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, exited chan struct{}) {
+		n.exitErr = cmd.Wait()
+		close(exited)
+	}(n.cmd, n.exited)
 }
 
 // readyWatch reads spl serve's JSON log as it is written, and sends on
@@ -155,10 +206,14 @@ func (r *readyWatch) Write(p []byte) (int, error) {
 	}
 }
 
+// wait waits for the log to be open; a process that exits first fails
+// the test at once, with its stderr.
 func (n *node) wait(timeout time.Duration) {
 	n.t.Helper()
 	select {
 	case n.http = <-n.ready:
+	case <-n.exited:
+		n.t.Fatalf("%s: exited before it was ready (%v); stderr:\n%s", n.name, n.exitErr, n.stderr)
 	case <-time.After(timeout):
 		n.t.Fatalf("%s: not ready within %v; stderr:\n%s", n.name, timeout, n.stderr)
 	}
@@ -170,7 +225,7 @@ func (n *node) kill() {
 		return
 	}
 	_ = n.cmd.Process.Signal(syscall.SIGKILL)
-	_ = n.cmd.Wait()
+	<-n.exited
 	n.cmd = nil
 }
 
@@ -181,13 +236,11 @@ func (n *node) stop(timeout time.Duration) {
 		return
 	}
 	_ = n.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- n.cmd.Wait() }()
 	select {
-	case err := <-done:
+	case <-n.exited:
 		n.cmd = nil
-		if err != nil {
-			n.t.Fatalf("%s: exit after SIGTERM: %v; stderr:\n%s", n.name, err, n.stderr)
+		if n.exitErr != nil {
+			n.t.Fatalf("%s: exit after SIGTERM: %v; stderr:\n%s", n.name, n.exitErr, n.stderr)
 		}
 	case <-time.After(timeout):
 		n.kill()
