@@ -233,6 +233,6 @@ func TestCloseReportsUnlanded(t *testing.T) {
 		landed += len(count(t, c2, fmt.Sprintf("th_%d", i)))
 	}
 	if got, want := landed+ue.Count, n; got != want {
-		t.Fatalf("landed %d + unlanded %d = %d, want %d", landed, ue.Count, got, want)
+		t.Fatalf("landed %d + unlanded %d = %d, want %d; Close: %v", landed, ue.Count, got, want, cerr)
 	}
 }
