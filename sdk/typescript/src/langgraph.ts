@@ -267,3 +267,5 @@ export class SplSaver extends BaseCheckpointSaver {
     return (await this.load(threadId === undefined ? [] : [String(threadId)])).getDeltaChannelHistory(options);
   }
 }
+
+export { SplStore, KIND_STORE_ITEM, matchesFilter, jsonProblem, type SplStoreOptions, type SplPutOperation } from "./langgraph_store.js";
