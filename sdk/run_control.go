@@ -135,21 +135,39 @@ func (c *Client) runStatus(ctx context.Context, thread, runID string, latest *Ru
 // watchCancel makes the run see a cancel request as it lands, and reads
 // once for one that landed before: Checkpoint and Effect then refuse.
 func (r *Run) watchCancel() {
-	stop, err := r.c.log.Watch(r.rthread, KindRunCancel, func() { go r.readCancel() })
+	stop, err := r.c.log.Watch(r.rthread, KindRunCancel, func() { go r.readCancel(true) })
 	if err == nil {
 		r.unwatch = stop
 	}
-	go r.readCancel()
+	go r.readCancel(false)
 }
 
-// readCancel reads the run's cancel request into r.cancel.
-func (r *Run) readCancel() {
+// readCancel reads the run's cancel request into r.cancel. After a
+// watch's notice (noticed) it reads again until it finds the request, for
+// a few seconds: the notice is the publish, and can come before the
+// stream has stored what it announces.
+func (r *Run) readCancel(noticed bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if ce, err := r.c.runCancel(ctx, r.thread, r.id); err == nil && ce != nil {
-		r.cancel.Store(ce)
+	for wait := time.Millisecond; ; wait *= 2 {
+		if ce, err := r.c.runCancel(ctx, r.thread, r.id); err == nil && ce != nil {
+			r.cancel.Store(ce)
+			return
+		}
+		if !noticed || wait > noticeRead {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
 	}
 }
+
+// noticeRead bounds the reads after a watch's notice that find nothing
+// yet (a publish refused by the stream is never stored).
+const noticeRead = 2 * time.Second
 
 // cancelled is the run's cancel request, nil while there is none.
 func (r *Run) cancelled() error {

@@ -283,6 +283,9 @@ func (r *Run) AwaitSignal(ctx context.Context, name string, payload map[string]a
 	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
+	// After a notice, read again soon until the signal is found: the
+	// notice is the publish, and can come before the stream stored it.
+	var again time.Duration
 	for {
 		sig, err := r.c.runSignal(ctx, r.thread, r.id)
 		if err != nil && ctx.Err() == nil {
@@ -291,9 +294,14 @@ func (r *Run) AwaitSignal(ctx context.Context, name string, payload map[string]a
 		if sig != nil && sig.Request.Clock > since && sig.Name == name {
 			return sig, nil
 		}
+		next := 5 * time.Second // a notice missed across a reconnect
+		if again > 0 && again <= noticeRead {
+			next, again = again, 2*again
+		}
 		select {
 		case <-notify:
-		case <-time.After(5 * time.Second): // a notice missed across a reconnect
+			again = time.Millisecond
+		case <-time.After(next):
 		case <-deadline.C:
 			return nil, fmt.Errorf("spl/sdk: run %q: signal %q: %w", r.id, name, ErrStillWaiting)
 		case <-ctx.Done():
