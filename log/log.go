@@ -186,8 +186,8 @@ func open(ctx context.Context, c *natsio.Conn, opts Options) (*Log, error) {
 	// A new leader answers what the dead one took with it: see
 	// natsio.Conn.WakeOnLeader.
 	c.WakeOnLeader(opts.Stream)
-	if c.Embedded() && !opts.NoSync {
-		l.blocks = natsio.NewBlockSyncer(c.Dir(), opts.Stream)
+	if c.SelfSync() && !opts.NoSync {
+		l.blocks = natsio.NewBlockSyncer(c.StoreDir(), opts.Stream)
 		if err := l.blocks.Check(); err != nil {
 			return nil, fmt.Errorf("spl/log: %w", err)
 		}
@@ -337,6 +337,12 @@ func (l *Log) untilLost(parent context.Context, timeout time.Duration) (context.
 // blocks itself, and the server fsyncs no other stream: a write to one is
 // durable only once the page cache is written back.
 func (l *Log) Embedded() bool { return l.c.Embedded() }
+
+// SelfSync reports whether the log's writer fsyncs the stream's blocks
+// itself before it answers a group commit (the embedded log, or a server
+// in this process without SyncAlways: natsio.Options.StoreDir), rather
+// than the server each message.
+func (l *Log) SelfSync() bool { return l.blocks != nil }
 
 // StreamName is the name of the log's stream.
 func (l *Log) StreamName() string { return l.opts.Stream }

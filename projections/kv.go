@@ -213,8 +213,9 @@ func (s *kvStore) message(w Write) *nats.Msg {
 }
 
 // publish stores the writes ws[idx...], one model, and sets their
-// revisions: as one atomic batch (a plain publish when alone), or on the
-// embedded server as plain publishes each landing on its own.
+// revisions: as one atomic batch (a plain publish when alone), or where
+// the server fsyncs nothing itself (the embedded one, spl serve on one
+// node: natsio.Conn.SelfSync) as plain publishes each landing on its own.
 func (s *kvStore) publish(ctx context.Context, ws []Write, idx []int, revs []uint64) error {
 	ctx, cancel := s.d.context(ctx)
 	defer cancel()
@@ -222,7 +223,7 @@ func (s *kvStore) publish(ctx context.Context, ws []Write, idx []int, revs []uin
 	for j, i := range idx {
 		msgs[j] = s.message(ws[i])
 	}
-	if s.d.c.Embedded() {
+	if s.d.c.SelfSync() {
 		seqs, errs := s.d.c.PublishEach(ctx, msgs)
 		var conflict, other error
 		for j, i := range idx {

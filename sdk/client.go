@@ -78,6 +78,7 @@ type config struct {
 	observe         func(splog.BatchStats)
 	natsOpts        []nats.Option
 	markDir         string
+	storeDir        string
 	signKey         ed25519.PrivateKey // actor.go
 	requireSigned   bool
 	bindingsByAdmin bool // WithBindingsByAdmin (rights.go)
@@ -128,6 +129,12 @@ func WithBatchObserver(fn func(BatchStats)) Option {
 // for a server's own client (spl serve), whose log is not embedded. The
 // embedded log keeps it in its data directory without this option.
 func WithMarkDir(dir string) Option { return func(c *config) { c.markDir = dir } }
+
+// WithServerStore says that the server Connect reaches is in this
+// process, keeps its store in dir and fsyncs no message itself: the
+// client's writes then fsync the blocks they write (spl serve on one
+// node: one fsync a group commit, and no staging of atomic batches).
+func WithServerStore(dir string) Option { return func(c *config) { c.storeDir = dir } }
 
 // WithNATSOptions passes options to nats.Connect when the client connects
 // to a server (credentials, token, nkey, TLS).
@@ -263,7 +270,7 @@ func Open(ctx context.Context, opts ...Option) (*Client, error) {
 // as nats.go options through WithNATSOptions.
 func Connect(ctx context.Context, url string, opts ...Option) (*Client, error) {
 	cfg := newConfig(opts)
-	return open(ctx, cfg, natsio.Options{URL: url, NATSOptions: cfg.natsOpts})
+	return open(ctx, cfg, natsio.Options{URL: url, NATSOptions: cfg.natsOpts, StoreDir: cfg.storeDir})
 }
 
 // RedactURL is url with any credentials in it replaced, for messages.

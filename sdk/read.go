@@ -254,6 +254,11 @@ func (c *Client) LastClock(ctx context.Context) (uint64, error) { return c.log.L
 // StreamName is the name of the stream that holds the log.
 func (c *Client) StreamName() string { return c.log.StreamName() }
 
+// SelfSync reports whether the client's writer fsyncs what it writes
+// before it answers (the embedded log, or WithServerStore), rather than
+// the server each record.
+func (c *Client) SelfSync() bool { return c.log.SelfSync() }
+
 // Latest returns the newest record of kind on thread, verified: one
 // last-by-subject get, no scan. It returns an error wrapping ErrNotFound
 // when there is none, and one wrapping records.ErrCorrupt when the newest

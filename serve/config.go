@@ -321,6 +321,14 @@ func isLoopback(host string) bool {
 // as when the listener requires user or nkey authentication.
 const internalUser = "spl-serve-internal"
 
+// selfSync says whether the server runs without SyncAlways and the
+// server's own client fsyncs what it writes, as the embedded log does:
+// on one node whose store spl lays out itself (no cluster, no NATS
+// config file). It is one fsync a group commit, where SyncAlways is one
+// a message, and it spares the staging of every atomic batch in a store
+// of its own on disk (nats-server does that for a batch on one replica).
+func (c Config) selfSync() bool { return c.ClusterName == "" && c.NATSConfigFile == "" }
+
 // natsOptions builds the nats-server options of c, and the nats.go options
 // of the server's own in-process connection.
 func (c Config) natsOptions() (*server.Options, []nats.Option, error) {
@@ -339,7 +347,10 @@ func (c Config) natsOptions() (*server.Options, []nats.Option, error) {
 	}
 	o.JetStream = true
 	o.StoreDir = c.Dir // the server keeps its store in Dir/jetstream
-	o.SyncAlways = true
+	// On one node the log's writer fsyncs the blocks it wrote, once a
+	// group commit (Config.selfSync); a cluster's server fsyncs each
+	// message itself.
+	o.SyncAlways = !c.selfSync()
 	o.NoSigs = true // the caller handles signals and shuts down in order
 	if o.MaxPayload == 0 {
 		o.MaxPayload = maxPayload

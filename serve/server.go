@@ -242,6 +242,9 @@ func (s *Server) openLog() {
 		sdk.WithoutSigning(), // a client's record is signed by its author or not at all
 		sdk.WithoutDoor(),    // it is the door (door.go)
 	}
+	if s.cfg.selfSync() {
+		opts = append(opts, sdk.WithServerStore(s.cfg.Dir))
+	}
 	if s.cfg.RequireSigned {
 		opts = append(opts, sdk.WithRequireSigned())
 	}

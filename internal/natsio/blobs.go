@@ -58,10 +58,10 @@ func (b *Blobs) open(ctx context.Context, create bool) (jetstream.ObjectStore, e
 	if err != nil {
 		return nil, fmt.Errorf("object store %s: %w", b.bucket, err)
 	}
-	if b.c.Embedded() {
-		// The embedded server does not fsync (see BlockSyncer): a put is
-		// durable once the bucket's blocks are synced.
-		b.sync = NewBlockSyncer(b.c.Dir(), "OBJ_"+b.bucket)
+	if b.c.SelfSync() {
+		// The server does not fsync (see BlockSyncer): a put is durable
+		// once the bucket's blocks are synced.
+		b.sync = NewBlockSyncer(b.c.StoreDir(), "OBJ_"+b.bucket)
 	}
 	b.store = s
 	return s, nil

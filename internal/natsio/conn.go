@@ -30,6 +30,11 @@ type Options struct {
 	Timeout time.Duration
 	// Name names the NATS connection.
 	Name string
+	// StoreDir, with URL, is the data directory of the in-process server
+	// the URL reaches when that server runs without SyncAlways (spl serve
+	// on one node): the log's writer and the blob store then fsync the
+	// blocks they write themselves, as on the embedded server.
+	StoreDir string
 }
 
 // Conn is one connection to the server that holds the log, with its
@@ -42,6 +47,7 @@ type Conn struct {
 	Timeout time.Duration // bounds one request
 
 	dir     string
+	store   string // Options.StoreDir, with a URL
 	emb     *embedded
 	replies *replies
 
@@ -61,6 +67,9 @@ type Conn struct {
 // or to the server at opts.URL.
 func Dial(ctx context.Context, opts Options) (*Conn, error) {
 	c := &Conn{Timeout: opts.Timeout, dir: opts.Dir}
+	if opts.URL != "" {
+		c.store = opts.StoreDir
+	}
 	if c.Timeout == 0 {
 		c.Timeout = 10 * time.Second
 	}
@@ -125,6 +134,20 @@ func cutScheme(url string) (scheme, rest string, ok bool) {
 // Embedded reports whether the connection is to the embedded server of a
 // data directory (started by this process or joined).
 func (c *Conn) Embedded() bool { return c.emb != nil }
+
+// SelfSync reports whether the server fsyncs no message itself, so that
+// writers make what they write durable (BlockSyncer): the embedded
+// server, or an in-process one (Options.StoreDir).
+func (c *Conn) SelfSync() bool { return c.emb != nil || c.store != "" }
+
+// StoreDir is the data directory whose blocks writers fsync (SelfSync),
+// or "".
+func (c *Conn) StoreDir() string {
+	if c.emb != nil {
+		return c.dir
+	}
+	return c.store
+}
 
 // Serving reports whether this process runs the embedded server of the
 // data directory (false when it joined another's, or with a URL).
