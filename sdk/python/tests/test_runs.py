@@ -295,8 +295,9 @@ class RunTest(unittest.IsolatedAsyncioTestCase):
         async with self.run_of() as run:
             await run.checkpoint("run_started", {}, durable=True)
             await self.client.cancel_run(self.rid, thread=self.thread, reason="stop it")
-            # A checkpoint queued before the effect meets the refusal
-            # first: the tool does not run.
+            # The checkpoint queued before the effect goes with its result
+            # in one request, which the server refuses whole: neither is
+            # stored (the tool ran: this Run had not seen the cancel).
             await run.checkpoint("pre_tool_batch", {"tool_call_count": 1})
             with self.assertRaises(spl.RunCancelledError) as e:
                 await run.effect("call-0", "append_line", {"n": 0}, lambda: calls.append(0) or "x")
@@ -304,7 +305,11 @@ class RunTest(unittest.IsolatedAsyncioTestCase):
             self.assertIsInstance(err, spl.ConflictError)
             self.assertEqual((err.status, err.code, err.reason, err.actor), (409, "run_cancelled", "stop it", ACTOR))
             self.assertTrue(err.request)
-            self.assertEqual(calls, [])
+            self.assertEqual(calls, [0])
+            # Seen now: the next call's tool does not run.
+            with self.assertRaises(spl.RunCancelledError):
+                await run.effect("call-1", "append_line", {"n": 1}, lambda: calls.append(1) or "x")
+            self.assertEqual(calls, [0])
             with self.assertRaises(spl.RunCancelledError):
                 await run.checkpoint("pre_llm", {})
             rep = await run.finish(state="cancelled")

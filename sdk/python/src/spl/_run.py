@@ -170,13 +170,14 @@ class FinishReport:
 
 
 class _Item:
-    """A checkpoint in the run's queue: its JSON, and for a durable one the
-    future its caller waits on."""
+    """A write in the run's queue: a checkpoint, or an effect's result
+    (route "effects", sent with the checkpoints queued before it): its
+    JSON, and for a durable one the future its caller waits on."""
 
-    __slots__ = ("seq", "phase", "text", "future", "settled")
+    __slots__ = ("seq", "phase", "text", "future", "settled", "route")
 
-    def __init__(self, phase: str, text: bytes, future: asyncio.Future | None):
-        self.seq, self.phase, self.text, self.future, self.settled = 0, phase, text, future, False
+    def __init__(self, phase: str, text: bytes, future: asyncio.Future | None, route: str = "checkpoints"):
+        self.seq, self.phase, self.text, self.future, self.settled, self.route = 0, phase, text, future, False, route
 
 
 def _again(e: SplError) -> SplError:
@@ -246,7 +247,8 @@ class Run:
         self._closed = self.status in ("terminal", "failed") or (self.latest is not None and self.latest.phase == "run_terminal")
 
         self._queue: list[_Item] = []
-        self._enqueued = 0  # checkpoints queued so far (their seq)
+        self._enqueued = 0  # writes queued so far (their seq)
+        self._checkpoints_queued = 0  # of them, checkpoints
         self._settled = 0  # every checkpoint up to this seq landed, failed or was coalesced
         self._waiters: list[tuple[int, asyncio.Future]] = []
         self._failures: list[tuple[str, BaseException]] = []
@@ -372,7 +374,7 @@ class Run:
             return answered
         self._check_writable()
         w = self._wait
-        if w is not None and w[0] == name and w[2] == self._enqueued:
+        if w is not None and w[0] == name and w[2] == self._checkpoints_queued:
             # Waiting for it since checkpoint w: the open's newest, or one
             # this Run recorded.
             since = w[1]
@@ -383,7 +385,7 @@ class Run:
             it = self._enqueue_durable(PHASE_AWAITING_SIGNAL, {**(payload or {}), "signal": name})
             receipt = await self._durable(it)
             since = (receipt.get("clock") or 0) if isinstance(receipt, dict) else 0
-            self._wait = (name, since, it.seq)
+            self._wait = (name, since, self._checkpoints_queued)
             self.status, self.waiting_for, self.signal = "waiting", name, None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(timeout, 0.0)
@@ -432,7 +434,7 @@ class Run:
         that result, replayed, and fn does not run; else calls fn (sync,
         or async: awaited), records its result (JSON-serialisable) durably
         and returns the output as stored. Lands after every checkpoint
-        queued before it.
+        queued before it, in the same request.
 
         args is sent as JSON in its own key order (the server hashes its
         compact text, as Go's InputHash of a json.RawMessage). An error
@@ -442,11 +444,10 @@ class Run:
         call id). A result recorded with other input is an
         EffectMismatchError naming both hashes, unless rerun=True, which
         runs fn again and records its result. A cancelled run raises
-        RunCancelledError."""
-        self._check_writable()
-        # After every checkpoint queued before it; one refused meanwhile
-        # (the run cancelled) stops the call before its tool runs.
-        await self._wait_settled(self._enqueued)
+        RunCancelledError: before fn runs when this Run has seen the
+        cancel (an answer of the server since it was opened), else when
+        the result is sent, which the server then refuses with the
+        checkpoints queued before it, as the Go and TypeScript SDKs do."""
         self._check_writable()
         base: dict[str, Any] = {"thread": self.thread}
         if self.actor:
@@ -463,7 +464,15 @@ class Run:
         out = fn()
         if inspect.isawaitable(out):
             out = await out
-        j = await self._effect_post({**base, "output": out}, call_id, tool)
+        self._check_writable()
+        it = _Item(f"effect {call_id}", _dumps({**base, "output": out}), asyncio.get_running_loop().create_future(), "effects")
+        it.future.add_done_callback(lambda f: f.cancelled() or f.exception())
+        self._enqueue(it)
+        try:
+            j = await self._durable(it)
+        except EffectMismatchError as e:
+            e.run_id, e.call_id, e.tool = self.run_id, call_id, tool
+            raise
         status = j.get("status")
         if status == "recorded":
             self._ran += 1
@@ -586,6 +595,8 @@ class Run:
         return RunFinishedError(409, f"spl: run {self.run_id!r}: this Run is closed")
 
     def _enqueue(self, it: _Item) -> None:
+        if it.route == "checkpoints":
+            self._checkpoints_queued += 1
         self._enqueued += 1
         it.seq = self._enqueued
         self._queue.append(it)
@@ -626,16 +637,61 @@ class Run:
                 self._coalesced += 1
                 continue
             kept.append(it)
-        batch: list[_Item] = []
-        size = 0
-        for it in kept:
-            if batch and (len(batch) == _MAX_BATCH or size + len(it.text) + 1 > _MAX_BATCH_BYTES):
-                await self._send(batch)
-                batch, size = [], 0
-            batch.append(it)
-            size += len(it.text) + 1
-        if batch:
+        i = 0
+        while i < len(kept):
+            if kept[i].route != "checkpoints":
+                await self._send_effect([], kept[i])
+                i += 1
+                continue
+            batch: list[_Item] = []
+            size = 0
+            while i < len(kept) and kept[i].route == "checkpoints" and len(batch) < _MAX_BATCH and (not batch or size + len(kept[i].text) + 1 <= _MAX_BATCH_BYTES):
+                batch.append(kept[i])
+                size += len(kept[i].text) + 1
+                i += 1
+            nxt = kept[i] if i < len(kept) else None
+            if nxt is not None and nxt.route == "effects" and size + len(nxt.text) <= _MAX_BATCH_BYTES:
+                # A runner's step in one request: the checkpoints go with
+                # the effect that follows them, and are stored before it.
+                i += 1
+                await self._send_effect(batch, nxt)
+                continue
             await self._send(batch)
+
+    async def _send_effect(self, batch: list[_Item], eff: _Item) -> None:
+        """Sends an effect's result with the checkpoints queued before it
+        (POST effects with checkpoints) and settles them all. A refusal
+        that is not the run's (a checkpoint refused by name, the effect's
+        input recorded otherwise) sends them apart, as without."""
+        body = eff.text if not batch else b'{"checkpoints":[' + b",".join(it.text for it in batch) + b"]," + eff.text[1:]
+        try:
+            j = await self._post("effects", body)
+        except SplError as e:
+            if isinstance(e, (RunCancelledError, RunFinishedError)):
+                self._refused = e
+            elif batch and e.status < 500:
+                await self._send(batch)
+                await self._send_effect([], eff)
+                return
+            for it in batch:
+                self._settle(it, exc=e)
+            self._settle(eff, exc=e)
+            return
+        except Exception as e:
+            for it in batch:
+                self._settle(it, exc=e)
+            self._settle(eff, exc=e)
+            return
+        receipts = j.get("checkpoints") if batch else []
+        if not isinstance(receipts, list) or len(receipts) != len(batch):
+            e = SplError(500, f"spl: run {self.run_id!r}: the server answered {len(receipts or [])} receipts for {len(batch)} checkpoints")
+            for it in batch:
+                self._settle(it, exc=e)
+            self._settle(eff, exc=e)
+            return
+        for it, rc in zip(batch, receipts):
+            self._settle(it, rc)
+        self._settle(eff, j)
 
     async def _send(self, batch: list[_Item]) -> None:
         """Sends one batch of checkpoints and settles each of them. One
@@ -681,7 +737,7 @@ class Run:
         if it.settled:
             return
         it.settled = True
-        if exc is None:
+        if exc is None and it.route == "checkpoints":
             self._written += 1
         elif it.future is None and report:
             # A durable checkpoint's caller gets its error itself.
