@@ -625,7 +625,11 @@ export class Run {
    */
   private async write(): Promise<void> {
     try {
-      while (this.queue.length) {
+      for (let first = true; this.queue.length; first = false) {
+        // As at the start, what the caller queues in the moment a write
+        // ends (the continuation of the effect it answered: the next
+        // checkpoints, the next effect) goes in the next take, whole.
+        if (!first) await new Promise<void>((r) => setImmediate(r));
         const take = this.queue;
         this.queue = [];
         try {
