@@ -250,8 +250,15 @@ func (c *Client) runWritable(ctx context.Context, thread, runID string) error {
 // checkpoint (ErrRunFinished once it has one), and its cancel request,
 // if any. Two last-by-subject gets, the snapshot (large, and never the
 // end of a run) not read: the cost of every write of a runner in another
-// process.
+// process. The two go out together.
 func (c *Client) runEnding(ctx context.Context, thread, runID string) (*RunCancelledError, error) {
+	var (
+		ce        *RunCancelledError
+		cancelErr error
+		wg        sync.WaitGroup
+	)
+	wg.Go(func() { ce, cancelErr = c.runCancel(ctx, thread, runID) })
+	defer wg.Wait()
 	e, err := c.log.Latest(ctx, RunThread(thread, runID), KindRunCheckpoint)
 	switch {
 	case errors.Is(err, ErrNotFound): // none yet, or snapshots only
@@ -266,7 +273,8 @@ func (c *Client) runEnding(ctx context.Context, thread, runID string) (*RunCance
 			return nil, fmt.Errorf("run %q is %s: %w", runID, cp.status(), ErrRunFinished)
 		}
 	}
-	return c.runCancel(ctx, thread, runID)
+	wg.Wait()
+	return ce, cancelErr
 }
 
 // EffectCall is one request of the effect protocol (RecordEffect).
