@@ -221,6 +221,7 @@ type Client struct {
 	blobOnce  sync.Once
 	blobStore blobStore     // payloads of runs too large for a record (run_write.go)
 	effects   effectIndexes // the runs' effects RecordEffect read (run_remote.go)
+	gates     runGates      // the runs found writable (run_gate.go)
 
 	proj clientProjections // the read models' runtime and reader, made on first use (projections.go)
 }

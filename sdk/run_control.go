@@ -80,6 +80,7 @@ func (c *Client) CancelRun(ctx context.Context, thread, runID, reason, actor str
 	if err != nil {
 		return Receipt{}, fmt.Errorf("cancel run %q: %w", runID, err)
 	}
+	c.closeGate(thread, runID) // before its watch's notice comes
 	return Receipt{ID: r.ID, Clock: r.Clock}, nil
 }
 

@@ -232,20 +232,6 @@ func (c *Client) actorOr(actor string) string {
 	return actor
 }
 
-// runWritable says whether run runID on thread takes writes: nil while
-// it runs (a run with no checkpoint is new), ErrRunFinished once it has
-// a run_terminal checkpoint, its *RunCancelledError once cancelled.
-func (c *Client) runWritable(ctx context.Context, thread, runID string) error {
-	ce, err := c.runEnding(ctx, thread, runID)
-	if err != nil {
-		return err
-	}
-	if ce != nil {
-		return ce
-	}
-	return nil
-}
-
 // runEnding says whether run runID on thread may take its run_terminal
 // checkpoint (ErrRunFinished once it has one), and its cancel request,
 // if any. Two last-by-subject gets, the snapshot (large, and never the
@@ -365,8 +351,16 @@ func (c *Client) RecordEffect(ctx context.Context, thread, runID string, call Ef
 	idx.mu.Lock()
 	defer idx.mu.Unlock()
 	for try := 0; ; try++ {
-		if err := idx.catchUp(ctx, c, thread, runID); err != nil {
-			return EffectAnswer{}, err
+		// A result to record for a call the index has none of is appended
+		// on condition that the effects thread is still at the index's
+		// clock: when another writer moved it, the append fails and the
+		// next try reads what it wrote. So only then, to answer an ask,
+		// or to replay, is the thread read first.
+		_, known := idx.effects[call.CallID]
+		if !idx.read || try > 0 || call.Output == nil || known {
+			if err := idx.catchUp(ctx, c, thread, runID); err != nil {
+				return EffectAnswer{}, err
+			}
 		}
 		var recorded *RecordedEffect
 		if e, ok := idx.effects[call.CallID]; ok {
@@ -448,6 +442,9 @@ func (c *Client) FinishRun(ctx context.Context, thread, runID, actor string, t T
 	if err != nil {
 		return Receipt{}, "", err
 	}
+	// Once the run_terminal is written (or in doubt), no gate of this
+	// client lets a write through without reading the run again.
+	defer c.closeGate(thread, runID)
 	s, err := c.submit(ctx, rec)
 	if err != nil {
 		return Receipt{}, "", fmt.Errorf("run %q: %s: %w", runID, PhaseRunTerminal, err)
@@ -483,6 +480,7 @@ const maxEffectIndexes = 1024
 type effectIndex struct {
 	mu      sync.Mutex // held for a whole RecordEffect: one decision at a time per run
 	clock   uint64     // the effects thread's newest record read
+	read    bool       // caught up at least once
 	effects map[string]RecordedEffect
 }
 
@@ -537,7 +535,7 @@ func (idx *effectIndex) catchUp(ctx context.Context, c *Client, thread, runID st
 			from = 1
 			continue
 		}
-		idx.clock, idx.effects = clock, effects
+		idx.clock, idx.effects, idx.read = clock, effects, true
 		return nil
 	}
 }

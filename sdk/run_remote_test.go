@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/fxamacker/cbor/v2"
 
@@ -272,5 +273,71 @@ func TestRemoteEffectWithCheckpoints(t *testing.T) {
 	d, err := c.RunDetail(ctx, thread, run)
 	if err != nil || len(d.Phases) != 4 || len(d.Effects) != 1 {
 		t.Fatalf("%d phases, %d effects (%v), want 4 and 1: the refused calls stored nothing", len(d.Phases), len(d.Effects), err)
+	}
+}
+
+// TestRemoteRunSeesOthersEnd: a client that found a run writable (its
+// gate, run_gate.go) refuses its writes once another client cancelled
+// the run (its watch's notice) or finished it (within gateTTL, 1 s).
+func TestRemoteRunSeesOthersEnd(t *testing.T) {
+	ctx := ctxT(t)
+	dir := t.TempDir()
+	var clients [2]*sdk.Client
+	for i := range clients {
+		c, err := sdk.Open(ctx, sdk.WithDir(dir), sdk.WithActor(runActor))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		clients[i] = c
+	}
+	runner, other := clients[0], clients[1]
+	const thread = "th_remote_gate"
+	ask := sdk.EffectCall{CallID: "c", Tool: "t", Args: json.RawMessage(`{}`)}
+	// refusedWithin asks about an effect until the run is refused, and
+	// returns the refusal and how long it took.
+	refusedWithin := func(run string, bound time.Duration) (error, time.Duration) {
+		start := time.Now()
+		for {
+			_, err := runner.RecordEffect(ctx, thread, run, ask)
+			if err != nil || time.Since(start) > bound {
+				return err, time.Since(start)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	for _, run := range []string{"cancelled", "finished"} {
+		if _, err := runner.WriteRunCheckpoints(ctx, thread, run, "", []sdk.RunCheckpointWrite{{Phase: sdk.PhaseRunStarted}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := runner.RecordEffect(ctx, thread, run, ask); err != nil { // the gate is open
+			t.Fatal(err)
+		}
+	}
+
+	if _, err := other.CancelRun(ctx, thread, "cancelled", "stop", "did:sync:user:reviewer"); err != nil {
+		t.Fatal(err)
+	}
+	var ce *sdk.RunCancelledError
+	if err, took := refusedWithin("cancelled", 3*time.Second); !errors.As(err, &ce) || ce.Reason != "stop" {
+		t.Fatalf("after another client's cancel: %v after %v, want the cancel", err, took)
+	} else {
+		t.Logf("cancel seen after %v", took)
+	}
+
+	if _, _, err := other.FinishRun(ctx, thread, "finished", "", sdk.Terminal{Result: "done"}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err, took := refusedWithin("finished", 3*time.Second); !errors.Is(err, sdk.ErrRunFinished) || took > 2*time.Second {
+		t.Fatalf("after another client's finish: %v after %v, want ErrRunFinished within the gate's second", err, took)
+	} else {
+		t.Logf("finish seen after %v", took)
+	}
+	// Through the client that wrote them, both are refused at once.
+	if _, err := other.RecordEffect(ctx, thread, "cancelled", ask); !errors.As(err, &ce) {
+		t.Fatalf("the cancelling client: %v", err)
+	}
+	if _, err := other.RecordEffect(ctx, thread, "finished", ask); !errors.Is(err, sdk.ErrRunFinished) {
+		t.Fatalf("the finishing client: %v", err)
 	}
 }
