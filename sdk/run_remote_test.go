@@ -153,16 +153,7 @@ func TestRemoteRunCancelled(t *testing.T) {
 // would, record it once and all get that result.
 func TestRemoteEffectRace(t *testing.T) {
 	ctx := ctxT(t)
-	dir := t.TempDir()
-	var clients [2]*sdk.Client
-	for i := range clients {
-		c, err := sdk.Open(ctx, sdk.WithDir(dir), sdk.WithActor(runActor))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		clients[i] = c
-	}
+	clients := twoClients(t)
 	c := clients[0]
 	const thread, run = "th_remote_race", "r1"
 	const n = 8
@@ -197,6 +188,23 @@ func TestRemoteEffectRace(t *testing.T) {
 	if err != nil || recorded != 1 || len(d.Effects) != 1 {
 		t.Fatalf("%d recorded, %d effect records (%v), want 1 and 1", recorded, len(d.Effects), err)
 	}
+}
+
+// twoClients are two clients of one data directory, as two servers'
+// service layers (or two processes) on one log are.
+func twoClients(t *testing.T) [2]*sdk.Client {
+	t.Helper()
+	dir := t.TempDir()
+	var clients [2]*sdk.Client
+	for i := range clients {
+		c, err := sdk.Open(ctxT(t), sdk.WithDir(dir), sdk.WithActor(runActor))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		clients[i] = c
+	}
+	return clients
 }
 
 func mustCBOR(t *testing.T, js string) []byte {
@@ -281,16 +289,7 @@ func TestRemoteEffectWithCheckpoints(t *testing.T) {
 // the run (its watch's notice) or finished it (within gateTTL, 1 s).
 func TestRemoteRunSeesOthersEnd(t *testing.T) {
 	ctx := ctxT(t)
-	dir := t.TempDir()
-	var clients [2]*sdk.Client
-	for i := range clients {
-		c, err := sdk.Open(ctx, sdk.WithDir(dir), sdk.WithActor(runActor))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		clients[i] = c
-	}
+	clients := twoClients(t)
 	runner, other := clients[0], clients[1]
 	const thread = "th_remote_gate"
 	ask := sdk.EffectCall{CallID: "c", Tool: "t", Args: json.RawMessage(`{}`)}
