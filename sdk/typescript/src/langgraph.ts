@@ -23,6 +23,7 @@ import {
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import type { Client, SplRecord } from "./client.js";
+import { inTurn } from "./turns.js";
 
 export const KIND_CHECKPOINT = "langgraph.checkpoint";
 export const KIND_WRITES = "langgraph.writes";
@@ -117,14 +118,7 @@ export class SplSaver extends BaseCheckpointSaver {
 
   /** catchUp folds the records of one thread written since the last call, one call at a time. */
   private catchUp(threadId: string): Promise<void> {
-    const prev = this.busy.get(threadId) ?? Promise.resolve();
-    const next = prev.then(() => this.fold(threadId));
-    const settled = next.catch(() => undefined);
-    this.busy.set(threadId, settled);
-    void settled.then(() => {
-      if (this.busy.get(threadId) === settled) this.busy.delete(threadId);
-    });
-    return next;
+    return inTurn(this.busy, threadId, () => this.fold(threadId));
   }
 
   /** fold reads a thread's new records and folds them in; an erasure makes it read the thread again. */

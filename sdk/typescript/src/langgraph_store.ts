@@ -24,6 +24,7 @@ import {
   type SearchOperation,
 } from "@langchain/langgraph-checkpoint";
 import type { Client, SplRecord } from "./client.js";
+import { inTurn } from "./turns.js";
 
 export const KIND_STORE_ITEM = "langgraph.store.item";
 const KIND_ERASURE = "core.erasure";
@@ -354,14 +355,7 @@ export class SplStore extends BaseStore {
 
   /** catchUp folds the records of one thread written since the last call, one call at a time per thread. */
   private catchUp(thread: string): Promise<void> {
-    const prev = this.busy.get(thread) ?? Promise.resolve();
-    const next = prev.then(() => this.fold(thread));
-    const settled = next.catch(() => undefined);
-    this.busy.set(thread, settled);
-    void settled.then(() => {
-      if (this.busy.get(thread) === settled) this.busy.delete(thread);
-    });
-    return next;
+    return inTurn(this.busy, thread, () => this.fold(thread));
   }
 
   /** fold reads a thread's new records and folds them in; an erasure makes it read the thread again. */
