@@ -3,7 +3,7 @@
 // acknowledged append, so that the test knows every ack that reached a
 // caller before the cut.
 //
-//	powerwriter -dir DIR|-server URL [-token T] -threads a,b [-cycle N]   append until killed:
+//	powerwriter -dir DIR|-server URL [-token T] -threads a,b [-cycle N] [-pad B]   append until killed:
 //	    ready
 //	    ack <thread> <id>
 //	powerwriter -dir DIR|-server URL -threads a,b -check       print what the log holds:
@@ -32,6 +32,7 @@ func main() {
 	check := flag.Bool("check", false, "print the ids the threads hold and exit")
 	nosync := flag.Bool("nosync", false, "log.Options.NoSync: no fsync before the ack (the tests' control)")
 	token := flag.String("token", "", "the NATS token of spl serve (with -server)")
+	pad := flag.Int("pad", 200, "bytes of padding in every body (large ones fill message blocks fast)")
 	flag.Parse()
 	var natsOpts []nats.Option
 	if *token != "" {
@@ -71,7 +72,7 @@ func main() {
 		wg.Go(func() {
 			for n := 0; ; n++ {
 				rec, err := records.New(records.ActDo, "agent.step", t, "did:sync:agent:power", time.Now(),
-					map[string]any{"cycle": *cycle, "n": n, "pad": strings.Repeat("x", 200)})
+					map[string]any{"cycle": *cycle, "n": n, "pad": strings.Repeat("x", *pad)})
 				if err != nil {
 					panic(err)
 				}
