@@ -371,7 +371,7 @@ func newRootCommand(a *app) *cobra.Command {
 	root.AddCommand(newSessionCommand(a), newEmitCommand(a), newThreadCommand(a),
 		newRecordCommand(a), newEraseCommand(a), newVerifyCommand(a), newRetentionCommand(a),
 		newProjectionsCommand(a), newServeCommand(a), newActorCommand(a))
-	root.AddCommand(newRunCommand(a), newMCPCommand(a), newPromptCommand(), newVersionCommand())
+	root.AddCommand(newRunCommand(a), newMCPCommand(a), newPromptCommand(), newVersionCommand(), newManCommand())
 	root.SetVersionTemplate("{{.Version}}")
 	return root
 }
