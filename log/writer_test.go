@@ -576,8 +576,12 @@ func TestConditionalAppendsInOneGroup(t *testing.T) {
 		if e.Record.Header.Prev != base.ID {
 			t.Fatalf("first conditional append chains on %s, want %s", e.Record.Header.Prev, base.ID)
 		}
-		if _, err := wait(t, ps[1]); !errors.Is(err, ErrMoved) || !strings.Contains(err.Error(), "ahead of this one") {
-			t.Fatalf("second conditional append on the same clock: %v, want ErrMoved saying a record goes ahead of it", err)
+		// Sent in layers (the embedded log), the second is sealed once the
+		// first landed and says where the thread is; in one atomic batch,
+		// that a record goes ahead of it.
+		if _, err := wait(t, ps[1]); !errors.Is(err, ErrMoved) ||
+			!(strings.Contains(err.Error(), "ahead of this one") || strings.Contains(err.Error(), fmt.Sprintf("is at clock %d, past clock %d", e.Clock, base.Clock))) {
+			t.Fatalf("second conditional append on the same clock: %v, want ErrMoved saying a record goes ahead of it or where the thread is", err)
 		}
 		if got := len(readAll(t, l, "th_group")); got != 2 {
 			t.Fatalf("thread holds %d records, want 2", got)
@@ -622,5 +626,70 @@ func bothModes(t *testing.T, f func(t *testing.T, l *Log, p *pause)) {
 			l, p := openPaused(t, noSync)
 			f(t, l, p)
 		})
+	}
+}
+
+// The embedded log sends a group's records of one thread in layers, each
+// once the one it chains on is stored: they land in order and chained,
+// beside a lone record and a thread with more records than maxLayers
+// (one atomic batch). When another writer appends to the thread between
+// two layers, the rest of the thread's records go again on its new head,
+// still in order, and nothing is lost or duplicated.
+func TestLayersLandInOrder(t *testing.T) {
+	l, p := openPaused(t, false)
+	other := openTest(t, l.opts.Dir)
+	ctx := ctxT(t)
+	counts := map[string]int{"th_layered": 5, "th_lone": 1, "th_long": maxLayers + 4}
+	raced := false
+	l.w.betweenLayers = func(k int) {
+		if k == 2 && !raced {
+			raced = true
+			if _, err := other.Append(ctx, newRec(t, "th_layered", "agent.step", map[string]any{"n": "other"})); err != nil {
+				t.Errorf("the other writer's append: %v", err)
+			}
+		}
+	}
+	p.hold(t, l)
+	var ps []*Pending
+	for i := range counts["th_long"] {
+		for _, th := range []string{"th_layered", "th_lone", "th_long"} {
+			if i >= counts[th] {
+				continue
+			}
+			pd, err := l.Submit(ctx, newRec(t, th, "agent.step", map[string]any{"n": i}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps = append(ps, pd)
+		}
+	}
+	p.resume()
+	for _, pd := range ps {
+		if _, err := wait(t, pd); err != nil {
+			t.Fatalf("append: %v", err)
+		}
+	}
+	if !raced {
+		t.Fatal("the writer sent th_layered in fewer than 3 layers")
+	}
+	for th, n := range counts {
+		var got []any
+		for _, e := range chain(t, l, th) { // chained: each prev is the record before
+			var b map[string]any
+			if err := e.Record.DecodeBody(&b); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, b["n"])
+		}
+		var want []any
+		for i := range n {
+			if th == "th_layered" && i == 2 {
+				want = append(want, "other")
+			}
+			want = append(want, uint64(i))
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s holds %v, want %v", th, got, want)
+		}
 	}
 }
