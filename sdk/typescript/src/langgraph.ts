@@ -29,16 +29,30 @@ export const KIND_CHECKPOINT = "langgraph.checkpoint";
 export const KIND_WRITES = "langgraph.writes";
 const KIND_ERASURE = "core.erasure";
 
-/** A channel's value at a version, as stored (serialised, base64). */
+/**
+ * A channel's value at a version, as stored (serialised, base64); no
+ * value when no checkpoint of the branch stored one at that version (a
+ * channel LangGraph versions but keeps empty), so that the next
+ * checkpoint finds that out from its parent instead of walking the
+ * branch to its root again.
+ */
 interface Blob {
   version: string;
-  value: string;
+  value?: string;
 }
 
 /** What the saver folded of one LangGraph thread. */
 interface FoldedThread {
   /** The clock of the newest record folded. */
   clock: number;
+  /** The id of the newest record folded (null before the first). */
+  last: string | null;
+  /**
+   * Records this saver wrote and has not folded yet, by their prev: one
+   * folds, without a read, once the record it chains on is the newest
+   * folded (then no record of another writer came between).
+   */
+  own: Map<string, SplRecord>;
   /** Each checkpoint's parent and channel values, resolved, by JSON [ns, id]. */
   cps: Map<string, FoldedCheckpoint>;
 }
@@ -125,7 +139,7 @@ export class SplSaver extends BaseCheckpointSaver {
   private async fold(threadId: string): Promise<void> {
     let t = this.threads.get(threadId);
     if (t === undefined) {
-      t = { clock: 0, cps: new Map() };
+      t = { clock: 0, last: null, cps: new Map(), own: new Map() };
       this.threads.set(threadId, t);
     }
     const recs: SplRecord[] = await this.client.query_thread({ thread: this.splThread(threadId), from: t.clock + 1 });
@@ -137,6 +151,37 @@ export class SplSaver extends BaseCheckpointSaver {
     for (const r of recs) {
       await this.foldRecord(threadId, t, r);
       t.clock = r.clock;
+      t.last = r.id;
+    }
+    for (const [prev, r] of t.own) if (r.clock <= t.clock) t.own.delete(prev);
+    await this.foldOwn(threadId, t);
+  }
+
+  /**
+   * wrote folds a record this saver just wrote without reading it back,
+   * when the thread is folded and the record chains on the newest record
+   * folded (or on one of this saver's records that does); any other
+   * record waits for the next read, which folds it with those of other
+   * writers. The record is the server's answer to the write: the stored
+   * record, redaction and all. A fold that fails drops the thread from
+   * the fold, to be read again in full.
+   */
+  private wrote(threadId: string, r: SplRecord): void {
+    inTurn(this.busy, threadId, async () => {
+      const t = this.threads.get(threadId);
+      if (t === undefined || r.clock <= t.clock) return;
+      t.own.set(r.prev ?? "", r);
+      await this.foldOwn(threadId, t);
+    }).catch(() => this.forget(threadId));
+  }
+
+  /** foldOwn folds the records of t.own that chain on the newest folded, in turn. */
+  private async foldOwn(threadId: string, t: FoldedThread): Promise<void> {
+    for (let r = t.own.get(t.last ?? ""); r !== undefined; r = t.own.get(t.last ?? "")) {
+      t.own.delete(t.last ?? "");
+      await this.foldRecord(threadId, t, r);
+      t.clock = r.clock;
+      t.last = r.id;
     }
   }
 
@@ -172,10 +217,10 @@ export class SplSaver extends BaseCheckpointSaver {
         const version = String(v);
         let bl = resolved.get(ch);
         if (bl === undefined || bl.version !== version) {
-          bl = inherit(t, parent, ch, version);
-          if (bl !== undefined) resolved.set(ch, bl);
+          bl = inherit(t, parent, ch, version) ?? { version };
+          resolved.set(ch, bl);
         }
-        if (bl !== undefined && bl.version === version) cp.channel_values[ch] = await this.serde.loadsTyped("json", unb64(bl.value));
+        if (bl.value !== undefined) cp.channel_values[ch] = await this.serde.loadsTyped("json", unb64(bl.value));
       }
       t.cps.set(JSON.stringify([b.ns, b.id]), { ns: b.ns, parent: b.parent ?? null, resolved });
       const [, bytes] = await this.serde.dumpsTyped(cp);
@@ -230,10 +275,11 @@ export class SplSaver extends BaseCheckpointSaver {
       else if (!(ch in versioned)) inline[ch] = value;
     }
     const [[, cp], [, md]] = await Promise.all([this.serde.dumpsTyped({ ...checkpoint, channel_values: inline }), this.serde.dumpsTyped(metadata)]);
-    await this.client.emit({
-      act: "KNOW", kind: KIND_CHECKPOINT, thread: this.splThread(String(config.configurable!.thread_id)), actor: this.actor,
+    const threadId = String(config.configurable!.thread_id);
+    this.wrote(threadId, await this.client.emit({
+      act: "KNOW", kind: KIND_CHECKPOINT, thread: this.splThread(threadId), actor: this.actor,
       body: { ns, id: checkpoint.id, parent: config.configurable?.checkpoint_id ?? null, checkpoint: b64(cp), metadata: b64(md), blobs },
-    });
+    }));
     return out;
   }
 
@@ -243,10 +289,11 @@ export class SplSaver extends BaseCheckpointSaver {
       const [, v] = await this.serde.dumpsTyped(value);
       return { channel, idx: WRITES_IDX_MAP[channel] || idx, value: b64(v) };
     }));
-    await this.client.emit({
-      act: "DO", kind: KIND_WRITES, thread: this.splThread(String(config.configurable!.thread_id)), actor: this.actor,
+    const threadId = String(config.configurable!.thread_id);
+    this.wrote(threadId, await this.client.emit({
+      act: "DO", kind: KIND_WRITES, thread: this.splThread(threadId), actor: this.actor,
       body: { ns: config.configurable?.checkpoint_ns ?? "", id: config.configurable!.checkpoint_id, task_id: taskId, task_path: taskPath ?? "", writes: ws },
-    });
+    }));
   }
 
   async deleteThread(threadId: string): Promise<void> {
