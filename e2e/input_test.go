@@ -30,6 +30,10 @@ func TestRefusedInput(t *testing.T) {
 		{"serve write timeout", []string{"serve", "--http-write-timeout", "5s"}, 1, "serve: --http-write-timeout: must be longer than Heartbeat (15s)"},
 		{"serve max conns", []string{"serve", "--http-max-conns", "-1"}, 1, "serve: --http-max-conns: must not be negative, got -1"},
 		{"serve request timeout", []string{"serve", "--request-timeout", "-1s"}, 1, "serve: --request-timeout: must not be negative, got -1s"},
+		{"pause elapsed", []string{"session", "pause", "th_in", "--elapsed", "-5m", "--actor", seedActor}, 1,
+			"session pause: spl/records: constraintState.timeElapsedMs: the time elapsed must not be negative, got -5m0s"},
+		{"pause budget", []string{"session", "pause", "th_in", "--budget-spent", "-1", "--actor", seedActor}, 1,
+			"session pause: spl/records: constraintState.budgetSpent: the budget spent must not be negative, got -1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := h.run(t, nil, tc.args...)

@@ -299,8 +299,12 @@ func (c *Client) PauseSession(ctx context.Context, thread, actor string, o Pause
 	if o.Depth == 0 {
 		o.Depth = DefaultReplayDepth
 	}
-	if o.BudgetSpent < 0 || o.Elapsed < 0 {
-		return Paused{}, &records.FieldError{Field: "budget_spent", Rule: "budget spent and time elapsed must not be negative"}
+	// Named as the checkpoint keeps them (its constraintState).
+	if o.BudgetSpent < 0 {
+		return Paused{}, &records.FieldError{Field: "constraintState.budgetSpent", Rule: fmt.Sprintf("the budget spent must not be negative, got %v", o.BudgetSpent)}
+	}
+	if o.Elapsed < 0 {
+		return Paused{}, &records.FieldError{Field: "constraintState.timeElapsedMs", Rule: fmt.Sprintf("the time elapsed must not be negative, got %v", o.Elapsed)}
 	}
 	if st, err := c.statusNow(ctx, thread); err != nil {
 		return Paused{}, err
