@@ -278,7 +278,8 @@ func exitCode(err error) int {
 		return ExitOK
 	case errors.As(err, &ue), errors.Is(err, records.ErrInvalid), errors.Is(err, sdk.ErrNoActor),
 		errors.Is(err, sdk.ErrNotErasable), errors.Is(err, sdk.ErrUnknownProjection),
-		errors.Is(err, sdk.ErrProjectionBehind), errors.Is(err, sdk.ErrRunFinished), errors.Is(err, sdk.ErrNotWaiting):
+		errors.Is(err, sdk.ErrProjectionBehind), errors.Is(err, sdk.ErrRunFinished), errors.Is(err, sdk.ErrNotWaiting),
+		errors.Is(err, sdk.ErrSessionCompleted), errors.Is(err, sdk.ErrNotResumable), errors.Is(err, sdk.ErrNoResumePoint):
 		return ExitUsage
 	case errors.Is(err, sdk.ErrNotFound):
 		return ExitNotFound

@@ -407,3 +407,21 @@ func golden(t *testing.T, name, got string) {
 		t.Fatalf("output differs from %s (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }
+
+// A resume or pause the session refuses exits 1 with the reason, as the
+// docs say, not 3 (storage error): no checkpoint to resume from, a
+// completed session.
+func TestSessionRefusalsExitUsage(t *testing.T) {
+	home := t.TempDir()
+	mustSPL(t, home, "", "emit", "--thread", "th_refuse", "--act", "DO", "--kind", "agent.step", "--body", `{"n":1}`, "--actor", seedActor)
+	if r := spl(t, home, "", "session", "resume", "th_refuse", "--actor", seedActor); r.code != ExitUsage || !strings.Contains(r.stderr, "no checkpoint to resume from") {
+		t.Fatalf("resume with no checkpoint: exit %d %q, want %d naming it", r.code, r.stderr, ExitUsage)
+	}
+	mustSPL(t, home, "", "session", "save", "--thread", "th_refuse", "--summary", "s", "--learnings", "l", "--actor", seedActor)
+	mustSPL(t, home, "", "session", "mark", "th_refuse", "--status", "completed", "--actor", seedActor)
+	for _, cmd := range []string{"resume", "pause"} {
+		if r := spl(t, home, "", "session", cmd, "th_refuse", "--actor", seedActor); r.code != ExitUsage || !strings.Contains(r.stderr, "session completed") {
+			t.Fatalf("%s of a completed session: exit %d %q, want %d naming it", cmd, r.code, r.stderr, ExitUsage)
+		}
+	}
+}
