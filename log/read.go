@@ -7,6 +7,7 @@ import (
 	"iter"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 
@@ -536,6 +537,37 @@ func (l *Log) Get(ctx context.Context, id records.ID, thread string) (Entry, err
 		return Entry{}, fmt.Errorf("record %s: %w", want, ErrNotFound)
 	}
 	return found.decode()
+}
+
+// IDsEnding returns the distinct ids that end with suffix among the
+// messages of thread (every thread when thread is empty), in clock order,
+// at most limit of them. It reads the messages' id headers, not their
+// bodies: an id is what a message claims; Get and Verify tell whether it
+// holds. The whole log is read without a thread, as by Get.
+func (l *Log) IDsEnding(ctx context.Context, thread, suffix string, limit int) ([]records.ID, error) {
+	filter := SubjectPrefix + ".>"
+	if thread != "" {
+		filter = ThreadSubject(thread)
+	}
+	var out []records.ID
+	seen := make(map[string]bool)
+	err := l.scan(ctx, filter, 1, 0, 1024, func(m stored) bool {
+		h := m.hdr.Get(HeaderID)
+		if !strings.HasSuffix(h, suffix) || seen[h] {
+			return true
+		}
+		id, err := records.ParseID(h)
+		if err != nil {
+			return true // a message that claims no id: Verify reports it
+		}
+		seen[h] = true
+		out = append(out, id)
+		return len(out) < limit
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ids ending %q: %w", suffix, err)
+	}
+	return out, nil
 }
 
 // ThreadClock is the clock of the newest message of thread (0 when it has

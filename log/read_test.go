@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,5 +165,42 @@ func TestReadRefusesInvalidFilter(t *testing.T) {
 	}
 	if _, err := l.Latest(ctx, "th_f", records.KindCheckpoint); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Latest(%s) = %v, want ErrNotFound", records.KindCheckpoint, err)
+	}
+}
+
+// IDsEnding finds the ids that end so on a thread or on every thread, in
+// clock order, each once, at most as many as asked.
+func TestIDsEnding(t *testing.T) {
+	l := openTest(t, "")
+	ctx := ctxT(t)
+	var all []Entry
+	for i := range 40 {
+		e, err := l.Append(ctx, newRec(t, fmt.Sprintf("th_end_%d", i%2), "agent.step", map[string]any{"i": i}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, e)
+	}
+	last := all[len(all)-1].ID.String()
+	got, err := l.IDsEnding(ctx, "", last[len(last)-12:], 5)
+	if err != nil || len(got) != 1 || got[0] != all[len(all)-1].ID {
+		t.Fatalf("IDsEnding(12 characters of the last id) = %v, %v", got, err)
+	}
+	// One character ends about a 32nd of the ids: ask for all, and for 2.
+	end := last[len(last)-1:]
+	var want []records.ID
+	for _, e := range all {
+		if strings.HasSuffix(e.ID.String(), end) {
+			want = append(want, e.ID)
+		}
+	}
+	if got, err := l.IDsEnding(ctx, "", end, 100); err != nil || !slices.Equal(got, want) {
+		t.Fatalf("IDsEnding(%q) = %v, %v; want %v", end, got, err, want)
+	}
+	if got, err := l.IDsEnding(ctx, "", end, 1); err != nil || !slices.Equal(got, want[:1]) {
+		t.Fatalf("IDsEnding(%q, limit 1) = %v, %v; want %v", end, got, err, want[:1])
+	}
+	if got, err := l.IDsEnding(ctx, "th_end_0", last[len(last)-12:], 5); err != nil || len(got) != 0 {
+		t.Fatalf("IDsEnding on the other thread = %v, %v; want none", got, err)
 	}
 }

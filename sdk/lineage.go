@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -536,9 +537,9 @@ func FactsOf(cp *records.Checkpoint) Facts {
 // RecordID resolves ref, a record's id or the end of one (at least
 // minShortID characters, as the CLI's tables print it), to the id of a
 // record of thread. The end of an id is looked for among the thread's
-// records, so it needs thread; one that ends several ids is a
-// *records.FieldError asking for more of it, one that ends none
-// ErrNotFound.
+// records, or without thread among every thread's (the whole log is
+// read); one that ends several ids is a *records.FieldError naming them
+// and asking for more of it, one that ends none ErrNotFound.
 func (c *Client) RecordID(ctx context.Context, thread, ref string) (records.ID, error) {
 	id, err := records.ParseID(ref)
 	if err == nil {
@@ -548,7 +549,7 @@ func (c *Client) RecordID(ctx context.Context, thread, ref string) (records.ID, 
 		return records.ID{}, fmt.Errorf("id %q: %w", ref, err)
 	}
 	if thread == "" {
-		return records.ID{}, &records.FieldError{Field: "thread", Rule: fmt.Sprintf("the end of an id (%q) is looked for on a thread: give it, or the whole id", ref)}
+		return c.idEnding(ctx, ref)
 	}
 	var found []records.ID
 	for e, err := range c.log.Read(ctx, thread) {
@@ -565,5 +566,36 @@ func (c *Client) RecordID(ctx context.Context, thread, ref string) (records.ID, 
 	case 1:
 		return found[0], nil
 	}
-	return records.ID{}, &records.FieldError{Field: "id", Rule: fmt.Sprintf("%q ends %d record ids of thread %q; give more of the id", ref, len(found), thread)}
+	return records.ID{}, &records.FieldError{Field: "id", Rule: fmt.Sprintf("%q ends %d record ids of thread %q (%s); give more of the id", ref, len(found), thread, idList(found))}
+}
+
+// idEnding resolves the end of an id among the records of every thread:
+// the whole log is read (its messages' headers). More than one id ending
+// so is refused, naming them.
+func (c *Client) idEnding(ctx context.Context, ref string) (records.ID, error) {
+	const shown = 5
+	found, err := c.log.IDsEnding(ctx, "", ref, shown+1)
+	if err != nil {
+		return records.ID{}, fmt.Errorf("id %q: %w", ref, err)
+	}
+	switch len(found) {
+	case 0:
+		return records.ID{}, fmt.Errorf("no record has an id ending %q: %w", ref, ErrNotFound)
+	case 1:
+		return found[0], nil
+	}
+	n := strconv.Itoa(len(found))
+	if len(found) > shown {
+		found, n = found[:shown], "more than "+strconv.Itoa(shown)
+	}
+	return records.ID{}, &records.FieldError{Field: "id", Rule: fmt.Sprintf("%q ends %s record ids (%s); give more of the id, or --thread", ref, n, idList(found))}
+}
+
+// idList is ids for an error message, comma-separated.
+func idList(ids []records.ID) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = id.String()
+	}
+	return strings.Join(s, ", ")
 }

@@ -314,10 +314,11 @@ func newRecordShowCommand(a *app) *cobra.Command {
 ok", or why not. Every message of the record's thread that claims the id
 is checked, so a forged copy beside the original is reported.
 
-Without --thread the whole log is searched, which takes time in proportion
-to its size. With --thread, an id that an erasure removed shows who erased
-it, when and why, and ID may be the end of an id (8 characters or more, as
-the tables print it), looked for among the thread's records.
+ID may be the end of an id (8 characters or more, as the tables print
+it); one that ends several ids is refused, naming them. Without --thread
+the whole log is searched, which takes time in proportion to its size.
+With --thread, an id that an erasure removed shows who erased it, when
+and why.
 
 With --raw it prints the record's stored bytes instead, the canonical CBOR
 envelope {"b": body, "h": header, "s": salt} from which anyone can
@@ -328,12 +329,6 @@ Exits 0 for a record that verifies or was erased, 2 when no record has the
 id, 4 when a message claiming it does not verify (printed as stored).`,
 		Args: cobra.ExactArgs(1),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
-			if _, err := records.ParseID(args[0]); err != nil && thread == "" {
-				if len(args[0]) >= 8 {
-					return usagef("record show: %q is not a whole id: the end of an id, as the tables print it, is looked for on a thread (--thread)", args[0])
-				}
-				return fmt.Errorf("record show: %w", err)
-			}
 			return a.withClient(cmd, "record show", func(ctx context.Context, c *sdk.Client) error {
 				id, err := c.RecordID(ctx, thread, args[0])
 				if err != nil {

@@ -171,11 +171,17 @@ func TestRecordShowShortID(t *testing.T) {
 	if out := mustSPL(t, home, "", "record", "show", short, "--thread", "th_short").stdout; !strings.Contains(out, rc.ID) || !strings.Contains(out, "verified") {
 		t.Fatalf("record show %s --thread: %s", short, out)
 	}
-	if r := spl(t, home, "", "record", "show", short); r.code != ExitUsage || !strings.Contains(r.stderr, "--thread") {
-		t.Fatalf("record show %s without --thread: exit %d %q", short, r.code, r.stderr)
+	mustSPL(t, home, "", "emit", "--thread", "th_other", "--act", "DO", "--kind", "agent.step", "--body", `{"n":2}`, "--actor", seedActor)
+	if out := mustSPL(t, home, "", "record", "show", short).stdout; !strings.Contains(out, rc.ID) || !strings.Contains(out, "verified") {
+		t.Fatalf("record show %s without --thread: %s", short, out)
 	}
-	if r := spl(t, home, "", "record", "show", "zzzzzzzzzzzz", "--thread", "th_short"); r.code != ExitNotFound {
-		t.Fatalf("record show of an end no id has: exit %d %q", r.code, r.stderr)
+	for _, args := range [][]string{{"zzzzzzzzzzzz", "--thread", "th_short"}, {"zzzzzzzzzzzz"}} {
+		if r := spl(t, home, "", append([]string{"record", "show"}, args...)...); r.code != ExitNotFound || !strings.Contains(r.stderr, `id ending "zzzzzzzzzzzz"`) {
+			t.Fatalf("record show %v, an end no id has: exit %d %q", args, r.code, r.stderr)
+		}
+	}
+	if r := spl(t, home, "", "record", "show", "zzzz"); r.code != ExitUsage {
+		t.Fatalf("record show of 4 characters: exit %d %q, want %d", r.code, r.stderr, ExitUsage)
 	}
 }
 
