@@ -572,7 +572,12 @@ export class Run {
   }
 
   private enqueue(o: Omit<Item, "seq" | "bytes" | "settled">): void {
-    const it: Item = { ...o, seq: ++this.seq, bytes: Buffer.byteLength(o.json) + 1, settled: false };
+    // The caller's literal becomes the item: an object spread here cost
+    // about 4 µs a call in Node 20, most of a write-behind checkpoint.
+    const it = o as Item;
+    it.seq = ++this.seq;
+    it.bytes = Buffer.byteLength(o.json) + 1;
+    it.settled = false;
     if (o.route === "checkpoints") this.nCheckpointsQueued++;
     this.queue.push(it);
     this.unsettled.add(it);
