@@ -513,7 +513,8 @@ func (w *writer) landEach(batch []*Pending, attempt int) {
 	all := slices.Clone(chained)
 	var units []unit
 	behind := make(map[string][]*Pending) // threads a record of which did not land: their records after it
-	for k, layer := range layers(layered) {
+	ls := layers(layered)
+	for k, layer := range ls {
 		if k > 0 && w.betweenLayers != nil {
 			w.betweenLayers(k)
 		}
@@ -525,10 +526,15 @@ func (w *writer) landEach(batch []*Pending, attempt int) {
 				send = append(send, p)
 			}
 		}
-		sealed, err := w.seal(send) // the heads are known: it reads none
+		// The heads are known, so seal reads none, unless a conditional
+		// append's clock is past the head it holds: that read may fail.
+		// Then this layer and the ones after it fail, unsent.
+		sealed, err := w.seal(send)
 		if err != nil {
-			units = append(units, unit{sealed, 0, err})
-			all = append(all, sealed...)
+			for _, later := range ls[k+1:] {
+				sealed = append(sealed, later...)
+			}
+			w.fail(sealed, err)
 			break
 		}
 		if len(sealed) == 0 {
