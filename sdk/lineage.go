@@ -536,10 +536,11 @@ func FactsOf(cp *records.Checkpoint) Facts {
 
 // RecordID resolves ref, a record's id or the end of one (at least
 // minShortID characters, as the CLI's tables print it), to the id of a
-// record of thread. The end of an id is looked for among the thread's
-// records, or without thread among every thread's (the whole log is
-// read); one that ends several ids is a *records.FieldError naming them
-// and asking for more of it, one that ends none ErrNotFound.
+// record of thread. The end of an id is looked for in the id headers of
+// the thread's messages, or without thread of every thread's (the whole
+// log is read); one that ends several ids is a *records.FieldError
+// naming them (up to five) and asking for more of it, one that ends none
+// ErrNotFound.
 func (c *Client) RecordID(ctx context.Context, thread, ref string) (records.ID, error) {
 	id, err := records.ParseID(ref)
 	if err == nil {
@@ -548,39 +549,18 @@ func (c *Client) RecordID(ctx context.Context, thread, ref string) (records.ID, 
 	if len(ref) < minShortID {
 		return records.ID{}, fmt.Errorf("id %q: %w", ref, err)
 	}
-	if thread == "" {
-		return c.idEnding(ctx, ref)
-	}
-	var found []records.ID
-	for e, err := range c.log.Read(ctx, thread) {
-		if err != nil && !errors.Is(err, records.ErrCorrupt) {
-			return records.ID{}, fmt.Errorf("id %q on %q: %w", ref, thread, err)
-		}
-		if err == nil && strings.HasSuffix(e.ID.String(), ref) {
-			found = append(found, e.ID)
-		}
-	}
-	switch len(found) {
-	case 0:
-		return records.ID{}, fmt.Errorf("no record of thread %q has an id ending %q: %w", thread, ref, ErrNotFound)
-	case 1:
-		return found[0], nil
-	}
-	return records.ID{}, &records.FieldError{Field: "id", Rule: fmt.Sprintf("%q ends %d record ids of thread %q (%s); give more of the id", ref, len(found), thread, idList(found))}
-}
-
-// idEnding resolves the end of an id among the records of every thread:
-// the whole log is read (its messages' headers). More than one id ending
-// so is refused, naming them.
-func (c *Client) idEnding(ctx context.Context, ref string) (records.ID, error) {
 	const shown = 5
-	found, err := c.log.IDsEnding(ctx, "", ref, shown+1)
+	found, err := c.log.IDsEnding(ctx, thread, ref, shown+1)
 	if err != nil {
 		return records.ID{}, fmt.Errorf("id %q: %w", ref, err)
 	}
+	where := "every thread"
+	if thread != "" {
+		where = fmt.Sprintf("thread %q", thread)
+	}
 	switch len(found) {
 	case 0:
-		return records.ID{}, fmt.Errorf("no record has an id ending %q: %w", ref, ErrNotFound)
+		return records.ID{}, fmt.Errorf("no record of %s has an id ending %q: %w", where, ref, ErrNotFound)
 	case 1:
 		return found[0], nil
 	}
@@ -588,7 +568,7 @@ func (c *Client) idEnding(ctx context.Context, ref string) (records.ID, error) {
 	if len(found) > shown {
 		found, n = found[:shown], "more than "+strconv.Itoa(shown)
 	}
-	return records.ID{}, &records.FieldError{Field: "id", Rule: fmt.Sprintf("%q ends %s record ids (%s); give more of the id, or --thread", ref, n, idList(found))}
+	return records.ID{}, &records.FieldError{Field: "id", Rule: fmt.Sprintf("%q ends %s record ids of %s (%s); give more of the id", ref, n, where, idList(found))}
 }
 
 // idList is ids for an error message, comma-separated.
