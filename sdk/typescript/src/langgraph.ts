@@ -148,11 +148,7 @@ export class SplSaver extends BaseCheckpointSaver {
       this.forget(threadId);
       return this.fold(threadId);
     }
-    for (const r of recs) {
-      await this.foldRecord(threadId, t, r);
-      t.clock = r.clock;
-      t.last = r.id;
-    }
+    for (const r of recs) await this.foldIn(threadId, t, r);
     for (const [prev, r] of t.own) if (r.clock <= t.clock) t.own.delete(prev);
     await this.foldOwn(threadId, t);
   }
@@ -179,10 +175,15 @@ export class SplSaver extends BaseCheckpointSaver {
   private async foldOwn(threadId: string, t: FoldedThread): Promise<void> {
     for (let r = t.own.get(t.last ?? ""); r !== undefined; r = t.own.get(t.last ?? "")) {
       t.own.delete(t.last ?? "");
-      await this.foldRecord(threadId, t, r);
-      t.clock = r.clock;
-      t.last = r.id;
+      await this.foldIn(threadId, t, r);
     }
+  }
+
+  /** foldIn folds r, the record after the newest folded, and makes it the newest. */
+  private async foldIn(threadId: string, t: FoldedThread, r: SplRecord): Promise<void> {
+    await this.foldRecord(threadId, t, r);
+    t.clock = r.clock;
+    t.last = r.id;
   }
 
   /** forget drops a thread from the fold. */
