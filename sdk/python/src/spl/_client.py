@@ -15,7 +15,7 @@ from urllib.parse import quote, urlencode
 from ._errors import SplError, error_of
 from ._http import HTTP
 from ._local import local_token, local_url
-from ._run import Run, RunHandle, post_run
+from ._run import Run, RunHandle, _dumps, post_run
 from ._verify import CorruptRecordError, verify_envelope
 
 _HEADER_FIELDS = ("thread", "act", "kind", "actor", "ts", "prev")
@@ -161,7 +161,7 @@ class Client:
             try:
                 # A value JSON cannot hold (NaN) fails alone, as it would
                 # on its own: the server answers a request it cannot read.
-                text = json.dumps(req, separators=(",", ":"), allow_nan=False).encode()
+                text = _dumps(req)
             except ValueError:
                 batches.append([(req, fut, None)])
                 continue
