@@ -28,14 +28,15 @@ MANPATH.`,
 			if dir == "" {
 				return usagef("man: --dir is required")
 			}
-			date, err := manDate()
+			b := thisBuild()
+			date, err := manDate(b)
 			if err != nil {
 				return usagef("man: %v", err)
 			}
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return fmt.Errorf("man: %w", err)
 			}
-			hdr := &doc.GenManHeader{Title: "SPL", Section: "1", Date: &date, Source: "spl " + thisBuild().version, Manual: "spl manual"}
+			hdr := &doc.GenManHeader{Title: "SPL", Section: "1", Date: &date, Source: "spl " + b.version, Manual: "spl manual"}
 			if err := doc.GenManTree(cmd.Root(), hdr, dir); err != nil {
 				return fmt.Errorf("man: %w", err)
 			}
@@ -47,8 +48,8 @@ MANPATH.`,
 }
 
 // manDate is the date the man pages carry: $SOURCE_DATE_EPOCH when set,
-// else the build's commit time, else now.
-func manDate() (time.Time, error) {
+// else the commit time of b, else now.
+func manDate(b build) (time.Time, error) {
 	if s, ok := os.LookupEnv("SOURCE_DATE_EPOCH"); ok {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
@@ -56,8 +57,8 @@ func manDate() (time.Time, error) {
 		}
 		return time.Unix(n, 0).UTC(), nil
 	}
-	if t := thisBuild().time; !t.IsZero() {
-		return t.UTC(), nil
+	if !b.time.IsZero() {
+		return b.time.UTC(), nil
 	}
 	return time.Now().UTC(), nil
 }
