@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -133,4 +135,73 @@ func TestNATSCLIAttacks(t *testing.T) {
 	// The door still takes the write token's records.
 	h.mustRun(t, nil, "--server", s.nats, "emit", "--thread", "th_target", "--act", "SAY", "--kind", "note.text",
 		"--body", `{"n":9}`, "--actor", "did:sync:agent:dev")
+}
+
+// An administrator who deletes the log's stream with the stock nats CLI
+// and recreates it with the very same settings leaves spl serve on a
+// stream that lost every acknowledged record: appends over HTTP and over
+// the door are refused naming the loss (before, they were acknowledged
+// on the new stream as if nothing had happened), /healthz says loss, and
+// reads of what the new stream holds go on.
+func TestRecreatedStreamRefusesAppends(t *testing.T) {
+	cli := natsCLI(t)
+	h := newHome(t)
+	s := serveHome(t, h)
+	h.env = append(h.env, "SPL_TOKEN_FILE="+filepath.Join(h.dir, "token"))
+	emit := func(n int) result {
+		return h.run(t, nil, "--server", s.nats, "emit", "--thread", "th_before", "--act", "SAY", "--kind", "note.text",
+			"--body", fmt.Sprintf(`{"n":%d}`, n), "--actor", "did:sync:agent:dev")
+	}
+	for i := range 3 {
+		if r := emit(i); r.code != 0 {
+			t.Fatalf("emit %d: exit %d: %s", i, r.code, r.stderr)
+		}
+	}
+	admin := readSecret(t, filepath.Join(h.dir, "admin-token"))
+	nats := func(args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c := exec.CommandContext(ctx, cli, append([]string{"--server", s.nats, "--token", admin, "--timeout", "5s"}, args...)...)
+		c.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("admin: nats %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	var info struct {
+		Config json.RawMessage `json:"config"`
+	}
+	if err := json.Unmarshal([]byte(nats("stream", "info", "SPL", "--json")), &info); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "spl.json")
+	if err := os.WriteFile(cfg, info.Config, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nats("stream", "rm", "SPL", "-f")
+	nats("stream", "add", "SPL", "--config", cfg)
+
+	post := func() (int, string) {
+		return do(t, "POST", s.http+"/v1/records", s.writeTok, `{"thread":"th_after","act":"SAY","kind":"note.text","actor":"did:sync:agent:dev","body":{}}`)
+	}
+	code, body := post()
+	if code == http.StatusCreated || !strings.Contains(body, "appends refused") || !strings.Contains(body, "loss") {
+		t.Fatalf("the first append to the recreated stream: %d %s; want it refused, naming the loss", code, body)
+	}
+	if code, body = post(); code == http.StatusCreated || !strings.Contains(body, "appends refused") {
+		t.Fatalf("a second append: %d %s; want it refused", code, body)
+	}
+	if r := emit(3); r.code != 4 || !strings.Contains(r.stderr, "appends refused") {
+		t.Fatalf("emit over the door: exit %d: %s; want exit 4, appends refused", r.code, r.stderr)
+	}
+	if code, body := do(t, "GET", s.http+"/healthz", "", ""); code != http.StatusServiceUnavailable || !strings.Contains(body, `"status":"loss"`) {
+		t.Fatalf("healthz on the recreated stream: %d %s; want 503 loss", code, body)
+	}
+	// The new stream holds the one append that showed the loss, and
+	// reads of it work.
+	if r := h.run(t, nil, "--server", s.nats, "thread", "tail", "th_after", "--json"); r.code != 0 || strings.Count(r.stdout, `"id"`) != 1 {
+		t.Fatalf("thread tail of the recreated stream: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 }

@@ -48,6 +48,8 @@ type Pending struct {
 	expect uint64 // when first: the thread's last clock it chains on
 
 	attempts int       // races lost to other writers so far
+	floor    uint64    // the writer's floor when it was first sent
+	floored  bool      // floor is set
 	due      time.Time // when lost: when it is sent again
 
 	prevClock uint64 // clock of the record prev names, when before the batch

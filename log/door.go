@@ -208,6 +208,7 @@ var (
 		{"conflict", ErrConflict},
 		{"in_doubt", ErrInDoubt},
 		{"disk_full", ErrDiskFull},
+		{"appends_refused", ErrAppendsRefused},
 		{"forbidden", ErrForbidden},
 		{"not_erasable", ErrNotErasable},
 		{"not_found", ErrNotFound},

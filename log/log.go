@@ -124,6 +124,9 @@ type Log struct {
 
 	metaMu sync.Mutex
 	metaKV jetstream.KeyValue // the meta bucket, once bound
+
+	// openStats is the stream as the log found it at open (provision).
+	openStats Stats
 }
 
 // Open opens the log: the embedded server in opts.Dir (started in this
@@ -180,18 +183,6 @@ func open(ctx context.Context, c *natsio.Conn, opts Options) (*Log, error) {
 	if l.door != nil {
 		return l.openDoor(ctx)
 	}
-	if err := l.retryLost(ctx, l.provision); err != nil {
-		return nil, err
-	}
-	// A new leader answers what the dead one took with it: see
-	// natsio.Conn.WakeOnLeader.
-	c.WakeOnLeader(opts.Stream)
-	if c.SelfSync() && !opts.NoSync {
-		l.blocks = natsio.NewBlockSyncer(c.StoreDir(), opts.Stream)
-		if err := l.blocks.Check(); err != nil {
-			return nil, fmt.Errorf("spl/log: %w", err)
-		}
-	}
 	var err error
 	if dir := opts.MarkDir; !opts.NoMark && (dir != "" || c.Embedded()) {
 		if dir == "" {
@@ -201,7 +192,45 @@ func open(ctx context.Context, c *natsio.Conn, opts Options) (*Log, error) {
 			return nil, fmt.Errorf("spl/log: %w", err)
 		}
 	}
-	if l.w, err = newWriter(l); err != nil {
+	// The mark is read before the stream is looked at: the stream's last
+	// clock then cannot be behind it unless records were lost (a mark
+	// read after could name a clock another process acknowledged since).
+	var mk Mark
+	if l.mark != nil {
+		if k, ok, err := l.mark.read(); err == nil && ok {
+			mk = k
+		}
+	}
+	if err := l.retryLost(ctx, l.provision); err != nil {
+		_ = l.mark.stop()
+		return nil, err
+	}
+	// A new leader answers what the dead one took with it: see
+	// natsio.Conn.WakeOnLeader.
+	c.WakeOnLeader(opts.Stream)
+	if c.SelfSync() && !opts.NoSync {
+		l.blocks = natsio.NewBlockSyncer(c.StoreDir(), opts.Stream)
+		if err := l.blocks.Check(); err != nil {
+			_ = l.mark.stop()
+			return nil, fmt.Errorf("spl/log: %w", err)
+		}
+	}
+	// A stream behind the mark, or holding another record at its clock,
+	// takes no appends (ErrAppendsRefused); one read, when there is a mark.
+	var lost error
+	if mk.Clock > 0 {
+		var loss *MarkLoss
+		if err := l.retryLost(ctx, func(ctx context.Context) (err error) {
+			loss, err = l.checkMark(ctx, mk, l.openStats)
+			return err
+		}); err != nil {
+			_ = l.mark.stop()
+			return nil, fmt.Errorf("spl/log: %w", err)
+		}
+		lost = l.refusedFor(loss)
+	}
+	if l.w, err = newWriter(l, l.openStats.LastClock, lost); err != nil {
+		_ = l.mark.stop()
 		return nil, fmt.Errorf("spl/log: %w", err)
 	}
 	// Finish erasures a crashed process left half done: as many secure
@@ -229,7 +258,7 @@ func (l *Log) openDoor(ctx context.Context) (*Log, error) {
 	}
 	l.c.WakeOnLeader(l.opts.Stream)
 	var err error
-	if l.w, err = newWriter(l); err != nil {
+	if l.w, err = newWriter(l, 0, nil); err != nil {
 		return nil, fmt.Errorf("spl/log: %w", err)
 	}
 	return l, nil
@@ -274,13 +303,18 @@ func (l *Log) provision(ctx context.Context) error {
 	s, err := l.c.JS.Stream(ctx, want.Name)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		if _, err := l.c.JS.CreateStream(ctx, want); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		s, err := l.c.JS.CreateStream(ctx, want)
+		switch {
+		case err == nil:
+			l.openStats = statsOf(s.CachedInfo())
+		case !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse):
 			return fmt.Errorf("spl/log: create stream %s: %w", want.Name, err)
 		}
-		return nil
+		return nil // created by another process meanwhile: empty, as it would be here
 	case err != nil:
 		return fmt.Errorf("spl/log: stream %s: %w", want.Name, err)
 	}
+	l.openStats = statsOf(s.CachedInfo())
 	have := s.CachedInfo().Config
 	if ch := StreamChanges(have, want); len(ch) > 0 {
 		return streamChanged(want.Name, ch)

@@ -107,6 +107,54 @@ func (l *Log) goneLoss(err error) (*MarkLoss, error) {
 	return &MarkLoss{Mark: k, From: 1, To: k.Clock, Reason: fmt.Sprintf("the stream %s is gone (deleted) while its high-water mark is at clock %d (%s)", l.opts.Stream, k.Clock, k.ID)}, nil
 }
 
+// ErrAppendsRefused is what every append gets from a log whose stream is
+// behind its high-water mark (with the *MarkLoss, errors.As): records
+// acknowledged once are gone, and appending on would chain new records
+// onto the stream that replaced them, where the loss no longer shows in
+// their threads. The loss is the operator's to settle: restore the
+// stream, or remove DIR/mark to take the stream as it is from now on.
+// It is an ErrLoss (errors.Is).
+var ErrAppendsRefused = fmt.Errorf("spl/log: appends refused: %w", ErrLoss)
+
+// refusedFor is the error of every append after loss, or nil.
+func (l *Log) refusedFor(loss *MarkLoss) error {
+	if loss == nil {
+		return nil
+	}
+	fix := "restore the stream"
+	if l.mark != nil {
+		fix += ", or remove " + filepath.Join(l.mark.dir, MarkFile) + " to take the stream as it is"
+	}
+	return &appendsRefused{loss, fix}
+}
+
+// appendsRefused is ErrAppendsRefused with the loss and its fix.
+type appendsRefused struct {
+	loss *MarkLoss
+	fix  string
+}
+
+func (e *appendsRefused) Error() string {
+	return "spl/log: appends refused: " + e.loss.Error() + "; " + e.fix
+}
+
+func (e *appendsRefused) Unwrap() []error { return []error{ErrAppendsRefused, e.loss} }
+
+// wentBack is the loss of a stream that answered clock for an append
+// sent after clock floor was acknowledged: stream clocks never go back,
+// unless the stream was deleted and recreated, or restored from an older
+// copy.
+func (l *Log) wentBack(clock, floor uint64) *MarkLoss {
+	loss := &MarkLoss{LastClock: clock, From: 1, To: floor,
+		Reason: fmt.Sprintf("the stream stored an append at clock %d, sent after clock %d was acknowledged: it was deleted and recreated, or restored from an older copy", clock, floor)}
+	if l.mark != nil {
+		if k, ok, err := l.mark.read(); err == nil && ok {
+			loss.Mark = k
+		}
+	}
+	return loss
+}
+
 // streamGone reports whether err says the log's stream does not exist.
 func streamGone(err error) bool { return errors.Is(err, jetstream.ErrStreamNotFound) }
 

@@ -3,6 +3,7 @@ package log
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -66,13 +67,20 @@ func TestMarkReportsLoss(t *testing.T) {
 	if err != nil || rep.OK() || rep.Loss == nil {
 		t.Fatalf("VerifyAll on a recreated stream: ok=%v loss=%v err=%v; want the loss", rep.OK(), rep.Loss, err)
 	}
-	// New records past the old mark's clock do not hide it.
+	// New records past the old mark's clock, put there by a log that
+	// keeps no mark (this one refuses them: TestAppendsRefusedBehindMark),
+	// do not hide it.
+	l.Close()
+	nm, err := Open(ctx, Options{Dir: dir, Linger: time.Second, NoMark: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 4 {
-		if _, err := l.Append(ctx, newRec(t, "th_new", "agent.step", map[string]any{"i": i})); err != nil {
+		if _, err := nm.Append(ctx, newRec(t, "th_new", "agent.step", map[string]any{"i": i})); err != nil {
 			t.Fatal(err)
 		}
 	}
-	l.Close()
+	nm.Close()
 	if m := readMarkFile(t, dir); m.Clock != 3 || m.ID != last.ID.String() {
 		t.Fatalf("mark after appends to the recreated stream = %+v, want it kept at clock 3", m)
 	}
@@ -112,6 +120,74 @@ func TestMarkReportsLoss(t *testing.T) {
 	l = openTest(t, dir2)
 	if loss, _ := l.CheckMark(ctx); loss == nil || !strings.Contains(loss.Reason, "does not verify") {
 		t.Fatalf("CheckMark with an edited mark: %+v, want it reported", loss)
+	}
+}
+
+// A stream deleted and recreated behind the log's back takes no more
+// appends: the first one it stores is answered with the loss, every one
+// after it is refused unsent, and so is every append of a log opened on
+// it later, until the mark is removed; reads go on throughout.
+func TestAppendsRefusedBehindMark(t *testing.T) {
+	dir := t.TempDir()
+	ctx := ctxT(t)
+	l := openTest(t, dir)
+	for i := range 3 {
+		if _, err := l.Append(ctx, newRec(t, "th_gone", "agent.step", map[string]any{"i": i})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.c.JS.DeleteStream(ctx, l.StreamName()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.c.JS.CreateStream(ctx, StreamConfig(l.StreamName(), 1)); err != nil {
+		t.Fatal(err)
+	}
+	refused := func(what string, err error) {
+		t.Helper()
+		var loss *MarkLoss
+		if !errors.Is(err, ErrAppendsRefused) || !errors.Is(err, ErrLoss) || !errors.As(err, &loss) {
+			t.Fatalf("%s: %v; want ErrAppendsRefused with the *MarkLoss", what, err)
+		}
+	}
+	_, err := l.Append(ctx, newRec(t, "th_new", "agent.step", map[string]any{"i": 0}))
+	refused("the first append to the recreated stream", err)
+	if !strings.Contains(err.Error(), "went back") || !strings.Contains(err.Error(), filepath.Join(dir, MarkFile)) {
+		t.Fatalf("the first append's error %q does not say the stream went back and which mark to remove", err)
+	}
+	_, err = l.Append(ctx, newRec(t, "th_gone", "agent.step", map[string]any{"i": 3}))
+	refused("an append after it", err)
+	st, err := l.Stats(ctx)
+	if err != nil || st.LastClock != 1 {
+		t.Fatalf("the recreated stream's last clock = %d (%v), want 1: the refused append was sent", st.LastClock, err)
+	}
+	l.Close()
+
+	// Opened again: behind the mark, refused before anything is sent.
+	l = openTest(t, dir)
+	_, err = l.Append(ctx, newRec(t, "th_new", "agent.step", map[string]any{"i": 1}))
+	refused("an append of a log opened on the recreated stream", err)
+	n := 0
+	for _, err := range l.Read(ctx, "th_new") {
+		if err != nil {
+			t.Fatalf("a read of a log that refuses appends: %v", err)
+		}
+		n++
+	}
+	if n != 1 {
+		t.Fatalf("read %d records of th_new, want the 1 the recreated stream holds", n)
+	}
+	if st, _ := l.Stats(ctx); st.LastClock != 1 {
+		t.Fatalf("last clock %d after a refused append, want 1", st.LastClock)
+	}
+	l.Close()
+
+	// The operator takes the stream as it is.
+	if err := os.Remove(filepath.Join(dir, MarkFile)); err != nil {
+		t.Fatal(err)
+	}
+	l = openTest(t, dir)
+	if e, err := l.Append(ctx, newRec(t, "th_new", "agent.step", map[string]any{"i": 2})); err != nil || e.Clock != 2 {
+		t.Fatalf("append once the mark is removed: clock %d, %v; want clock 2", e.Clock, err)
 	}
 }
 

@@ -48,6 +48,12 @@ type writer struct {
 	// betweenLayers, when set (tests), runs after each layer of landEach
 	// is answered and before the next is sealed.
 	betweenLayers func(k int)
+	// floor is the highest clock known acknowledged (at open, the
+	// stream's last): an append sent after it must land past it, or the
+	// stream went back behind the log's back. lost, once set, fails every
+	// append (ErrAppendsRefused).
+	floor uint64
+	lost  error
 
 	mu         sync.Mutex
 	landed     map[[32]byte]landedRec // recent appends by body digest, for retries
@@ -56,9 +62,14 @@ type writer struct {
 	doubts     map[[32]byte]doubt
 }
 
-func newWriter(l *Log) (*writer, error) {
+// newWriter starts the writer of l, with the highest clock known
+// acknowledged (floor) and, when not nil, the error that refuses every
+// append (lost).
+func newWriter(l *Log, floor uint64, lost error) (*writer, error) {
 	w := &writer{
 		l:      l,
+		floor:  floor,
+		lost:   lost,
 		in:     make(chan *Pending, queueCap),
 		quit:   make(chan struct{}),
 		heads:  make(map[string]head),
@@ -224,6 +235,15 @@ func (w *writer) commit(batch []*Pending) {
 	if w.l.door != nil {
 		w.l.door.commit(w, live)
 		return
+	}
+	if w.lost != nil {
+		w.fail(live, w.lost)
+		return
+	}
+	for _, p := range live {
+		if !p.floored { // the first send's: any copy of it lands past that
+			p.floor, p.floored = w.floor, true
+		}
 	}
 	w.land(live, 0)
 }
@@ -428,6 +448,16 @@ func (w *writer) landed1(batch []*Pending, first uint64, serr error) {
 // returns it) even when the fsync that was to make it durable failed
 // (serr), which the caller is told.
 func (w *writer) settle(p *Pending, clock uint64, serr error) {
+	if clock <= p.floor {
+		// Stored in a stream that went back: the record is not to be
+		// chained on, nor is any after it (lost).
+		if w.lost == nil {
+			w.lost = w.l.refusedFor(w.l.wentBack(clock, p.floor))
+		}
+		p.finish(Entry{}, fmt.Errorf("spl/log: append: stored at clock %d of a stream that went back: %w", clock, w.lost))
+		return
+	}
+	w.floor = max(w.floor, clock)
 	e := Entry{Clock: clock, ID: p.id, Record: p.sealed}
 	t := p.rec.Header.Thread
 	if h := w.heads[t]; clock > h.clock { // landEach moves heads past its records before they settle
