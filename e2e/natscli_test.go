@@ -205,3 +205,45 @@ func TestRecreatedStreamRefusesAppends(t *testing.T) {
 		t.Fatalf("thread tail of the recreated stream: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// A message that is no record, published by an administrator with the
+// stock nats CLI onto a thread's checkpoint subject, is erased by its
+// clock with spl erase --clock over the door (the write token), and the
+// whole log verifies again.
+func TestEraseGarbageByClockOverTheDoor(t *testing.T) {
+	cli := natsCLI(t)
+	h := newHome(t)
+	s := serveHome(t, h)
+	h.env = append(h.env, "SPL_TOKEN_FILE="+filepath.Join(h.dir, "token"), "SPL_ACTOR=did:sync:agent:dev")
+	save := func(summary string) {
+		t.Helper()
+		h.mustRun(t, nil, "--server", s.nats, "session", "save", "--thread", "th_g", "--summary", summary, "--learnings", "l")
+	}
+	save("one")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pub := exec.CommandContext(ctx, cli, "--server", s.nats, "--token", readSecret(t, filepath.Join(h.dir, "admin-token")),
+		"pub", "spl.rec.th_g.agent.session.checkpoint", "not a record", "--jetstream")
+	pub.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
+	if out, err := pub.CombinedOutput(); err != nil {
+		t.Fatalf("admin: nats pub: %v\n%s", err, out)
+	}
+	save("two")
+	if r := h.run(t, nil, "--server", s.nats, "verify", "--all"); r.code != 4 || !strings.Contains(r.stdout, "corrupt  1") {
+		t.Fatalf("verify --all with the garbage: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := h.run(t, nil, "--server", s.nats, "erase", "--clock", "1", "--thread", "th_g", "--reason", "x"); r.code != 1 || !strings.Contains(r.stderr, "erase it by its id") {
+		t.Fatalf("erase --clock of a record: exit %d: %s; want exit 1, erase it by its id", r.code, r.stderr)
+	}
+	r := h.mustRun(t, nil, "--server", s.nats, "erase", "--clock", "2", "--thread", "th_g", "--reason", "garbage published by hand")
+	if !strings.Contains(r.stdout, "erased: the message at clock 2") {
+		t.Fatalf("erase --clock 2:\n%s", r.stdout)
+	}
+	v := h.mustRun(t, nil, "--server", s.nats, "verify", "--all")
+	if !strings.Contains(v.stdout, "ok") {
+		t.Fatalf("verify --all after the erasure:\n%s", v.stdout)
+	}
+	if l := h.mustRun(t, nil, "--server", s.nats, "session", "list", "--thread", "th_g"); strings.Contains(l.stderr, "skipped") {
+		t.Fatalf("session list still skips: %s", l.stderr)
+	}
+}

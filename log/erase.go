@@ -34,6 +34,9 @@ type EraseResult struct {
 	Erased []records.ID
 	// Already are the ids that an earlier erasure had erased (a no-op).
 	Already []records.ID
+	// ErasedClocks and AlreadyClocks are the same of EraseMessages: the
+	// clocks of messages that are no records.
+	ErasedClocks, AlreadyClocks []uint64
 }
 
 // Erase erases records of thread: it appends one core.erasure record (act
@@ -109,18 +112,38 @@ func (l *Log) EraseRecord(ctx context.Context, rec *records.Record, opts ...Eras
 	if err != nil {
 		return EraseResult{}, err
 	}
-	ids := make([]records.ID, len(er.Targets))
-	for i, t := range er.Targets {
-		ids[i] = t.ID
+	// What the erasure names, as the log finds it now: its record
+	// targets, then its message targets.
+	var ids []records.ID
+	var mclocks []uint64
+	var named, namedMsgs []records.ErasureTarget
+	for _, t := range er.Targets {
+		if t.Message() {
+			mclocks, namedMsgs = append(mclocks, t.Clock), append(namedMsgs, t)
+		} else {
+			ids, named = append(ids, t.ID), append(named, t)
+		}
 	}
-	if len(ids) == 0 {
+	named = append(named, namedMsgs...)
+	if len(named) == 0 {
 		return EraseResult{}, &records.FieldError{Field: "body.targets", Rule: "must name at least one record"}
 	}
-	targets, already, err := l.eraseTargets(ctx, h.Thread, ids)
-	if err != nil {
-		return EraseResult{}, err
+	var targets []records.ErasureTarget
+	var already []records.ID
+	var erasedSince []uint64
+	if len(ids) > 0 {
+		if targets, already, err = l.eraseTargets(ctx, h.Thread, ids); err != nil {
+			return EraseResult{}, err
+		}
 	}
-	if len(already) > 0 || !slices.Equal(targets, er.Targets) {
+	if len(mclocks) > 0 {
+		var ms []records.ErasureTarget
+		if ms, erasedSince, err = l.messageTargets(ctx, h.Thread, mclocks); err != nil {
+			return EraseResult{}, err
+		}
+		targets = append(targets, ms...)
+	}
+	if len(already) > 0 || len(erasedSince) > 0 || !slices.Equal(targets, named) {
 		return EraseResult{}, fmt.Errorf("%w: the records erasure %s names on thread %q are no longer as it says (erased or changed since it was planned): plan it again", ErrMoved, rec.ID(), h.Thread)
 	}
 	if o.seal != nil {
@@ -150,7 +173,9 @@ func (l *Log) appendErasure(ctx context.Context, rec *records.Record, targets []
 		return res, fmt.Errorf("erasure %s appended; deleting its records: %w (the next open retries)", res.Erasure.ID, err)
 	}
 	for _, t := range targets {
-		res.Erased = append(res.Erased, t.ID)
+		if !t.Message() {
+			res.Erased = append(res.Erased, t.ID)
+		}
 	}
 	return res, nil
 }
@@ -386,8 +411,11 @@ func (l *Log) deleteTargets(ctx context.Context, stream jetstream.Stream, target
 		if err != nil {
 			return fmt.Errorf("read %d: %w", t.Clock, err)
 		}
-		if m.hdr.Get(HeaderID) != t.ID.String() || isErasureSubject(m.subject) {
-			continue // not the target, or an erasure: never delete either
+		if isErasureSubject(m.subject) {
+			continue // an erasure: never deleted
+		}
+		if t.Message() && records.MessageDigest(m.data) != t.Digest || !t.Message() && m.hdr.Get(HeaderID) != t.ID.String() {
+			continue // not the target
 		}
 		if err := l.secureDelete(ctx, stream, t.Clock); err != nil {
 			return fmt.Errorf("secure delete %d: %w", t.Clock, err)

@@ -141,6 +141,12 @@ func (l *Log) verify(ctx context.Context, filter string, progress func(uint64), 
 			erased[tok] = set
 		}
 		for _, t := range er.Targets {
+			if t.Message() {
+				// A message that was no record: its clock is explained,
+				// and nothing chained through it.
+				erasedClocks[t.Clock] = true
+				continue
+			}
 			set.byID[t.ID] = erasedTarget{target: t, erasure: e.ID, reason: er.Reason}
 			if t.Clock != 0 {
 				erasedClocks[t.Clock] = true

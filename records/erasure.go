@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/fxamacker/cbor/v2"
+	"github.com/zeebo/blake3"
 )
 
 // Erasure body keys (wire format; never change).
@@ -13,6 +14,7 @@ const (
 	keyTargetID     = "id"
 	keyTargetHeader = "header"
 	keyTargetClock  = "clock"
+	keyTargetDigest = "digest"
 )
 
 // Erasure limits.
@@ -23,11 +25,28 @@ const maxReasonLen = 1024
 // (log position) it had, so that the log can finish an interrupted erasure
 // and account for every gap. It encodes as the map {"id": <binary CID>,
 // "clock": <uint>, "header": <header map>}, "clock" absent when zero.
+//
+// A target may instead name a message that is no record (it does not
+// decode, or does not verify: garbage published with the admin right, or
+// a record damaged on disk), which has no id or header to keep: then
+// Digest holds the BLAKE3-256 of the message's bytes, Clock its clock, and
+// ID and Header are zero. It encodes as {"clock": <uint>, "digest":
+// <32-byte string>}. Such a target explains the gap at its clock, and
+// nothing else.
 type ErasureTarget struct {
 	ID     ID
 	Header Header
 	Clock  uint64
+	Digest [32]byte
 }
+
+// MessageDigest is the digest a target names a message that is no record
+// by: the BLAKE3-256 of the message's bytes as stored.
+func MessageDigest(data []byte) [32]byte { return blake3.Sum256(data) }
+
+// Message reports whether t names a message that is no record (by Clock
+// and Digest) rather than a record (by ID and Header).
+func (t ErasureTarget) Message() bool { return t.Digest != [32]byte{} }
 
 // MarshalCBOR encodes t as a canonical CBOR map.
 func (t ErasureTarget) MarshalCBOR() ([]byte, error) {
@@ -35,6 +54,13 @@ func (t ErasureTarget) MarshalCBOR() ([]byte, error) {
 }
 
 func (t ErasureTarget) appendCBOR(b []byte) []byte {
+	if t.Message() {
+		b = appendHead(b, majorMap, 2)
+		b = appendText(b, keyTargetClock)
+		b = appendHead(b, majorUint, t.Clock)
+		b = appendText(b, keyTargetDigest)
+		return appendBytes(b, t.Digest[:])
+	}
 	if t.Clock == 0 {
 		b = appendHead(b, majorMap, 2)
 	} else {
@@ -51,7 +77,8 @@ func (t ErasureTarget) appendCBOR(b []byte) []byte {
 }
 
 // UnmarshalCBOR strictly decodes an erasure target: a map with the keys
-// "id" and "header", and optionally "clock".
+// "id" and "header", and optionally "clock"; or one with the keys "clock"
+// and "digest" alone.
 func (t *ErasureTarget) UnmarshalCBOR(data []byte) error {
 	v, err := decodeTarget("body.target", data)
 	if err != nil {
@@ -145,9 +172,12 @@ func decodeTarget(field string, data []byte) (ErasureTarget, error) {
 		return ErasureTarget{}, fieldErrorf(field, `must be a map {"id", "header"}, got %s`, cborType(data))
 	}
 	for k := range m {
-		if k != keyTargetID && k != keyTargetHeader && k != keyTargetClock {
+		if k != keyTargetID && k != keyTargetHeader && k != keyTargetClock && k != keyTargetDigest {
 			return ErasureTarget{}, fieldErrorf(field, "unknown key %s", quote(k))
 		}
+	}
+	if raw, ok := m[keyTargetDigest]; ok {
+		return decodeMessageTarget(field, m, raw)
 	}
 	var t ErasureTarget
 	p, ok := decodeByteString(m[keyTargetID])
@@ -178,16 +208,49 @@ func decodeTarget(field string, data []byte) (ErasureTarget, error) {
 	return t, nil
 }
 
+// decodeMessageTarget decodes a target that names a message that is no
+// record: "clock" and "digest", and neither "id" nor "header".
+func decodeMessageTarget(field string, m map[string]cbor.RawMessage, digest cbor.RawMessage) (ErasureTarget, error) {
+	for _, k := range []string{keyTargetID, keyTargetHeader} {
+		if _, ok := m[k]; ok {
+			return ErasureTarget{}, fieldErrorf(field+"."+k, `must be absent from a target that names a message that is no record by "clock" and "digest"`)
+		}
+	}
+	var t ErasureTarget
+	p, ok := decodeByteString(digest)
+	if !ok || len(p) != len(t.Digest) || [32]byte(p) == t.Digest {
+		return ErasureTarget{}, fieldErrorf(field+".digest", "must be the 32-byte BLAKE3-256 of the message (byte string), got %s", cborType(digest))
+	}
+	t.Digest = [32]byte(p)
+	raw, ok := m[keyTargetClock]
+	if !ok {
+		return ErasureTarget{}, fieldErrorf(field+".clock", "is missing: a message that is no record is named by its clock")
+	}
+	if !rawOfType(raw, majorUint) || decMode.Unmarshal(raw, &t.Clock) != nil || t.Clock == 0 {
+		return ErasureTarget{}, fieldErrorf(field+".clock", "must be a positive integer, got %s", cborType(raw))
+	}
+	return t, nil
+}
+
 // Validate checks the erasure schema and returns the first failure as a
 // *FieldError: "body.targets" (at least one), "body.targets[i].id" (equal to
-// the target header's id, not repeated), "body.reason" (non-empty, at most
+// the target header's id, not repeated), "body.targets[i].clock" (a
+// message target's, not repeated), "body.reason" (non-empty, at most
 // 1024 bytes).
 func (e *Erasure) Validate() error {
 	if len(e.Targets) == 0 {
 		return fieldErrorf("body.targets", "must name at least one record")
 	}
 	seen := make(map[ID]int, len(e.Targets))
+	clocks := make(map[uint64]int)
 	for i, t := range e.Targets {
+		if t.Message() {
+			if j, ok := clocks[t.Clock]; ok {
+				return fieldErrorf(fmt.Sprintf("body.targets[%d].clock", i), "%d is named twice (also targets[%d])", t.Clock, j)
+			}
+			clocks[t.Clock] = i
+			continue
+		}
 		field := fmt.Sprintf("body.targets[%d].id", i)
 		if got := t.Header.ID(); got != t.ID {
 			return fieldErrorf(field, "%s does not match the id of its header, %s", t.ID, got)

@@ -7,7 +7,8 @@ import (
 
 // Wire returns the JSON form of what an erasure of thread did.
 func (r EraseResult) Wire(thread string) wire.Erase {
-	out := wire.Erase{Thread: thread, Erased: idStrings(r.Erased), Already: idStrings(r.Already), Erasures: make([]wire.Receipt, len(r.Erasures))}
+	out := wire.Erase{Thread: thread, Erased: idStrings(r.Erased), Already: idStrings(r.Already), Erasures: make([]wire.Receipt, len(r.Erasures)),
+		ErasedClocks: r.ErasedClocks, AlreadyClocks: r.AlreadyClocks}
 	for i, e := range r.Erasures {
 		out.Erasures[i] = wireReceipt(e)
 	}

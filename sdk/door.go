@@ -68,9 +68,11 @@ func (c *Client) EraseRecord(ctx context.Context, rec *records.Record, cond bool
 	if err != nil {
 		return splog.EraseResult{}, err
 	}
-	ids := make([]records.ID, len(er.Targets))
-	for i, t := range er.Targets {
-		ids[i] = t.ID
+	var ids []records.ID
+	for _, t := range er.Targets {
+		if !t.Message() {
+			ids = append(ids, t.ID)
+		}
 	}
 	blobs := c.runBlobs(ctx, rec.Header.Thread, ids)
 	opts := []splog.EraseOption{splog.EraseSealed(func(r *records.Record) (*records.Record, error) { return c.admit(ctx, r) })}

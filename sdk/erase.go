@@ -47,6 +47,43 @@ type EraseResult struct {
 	// Already are the ids an earlier erasure had erased; for them Erase
 	// did nothing.
 	Already []records.ID
+	// ErasedClocks and AlreadyClocks are the same of EraseMessages.
+	ErasedClocks, AlreadyClocks []uint64
+}
+
+// EraseMessages erases, as actor (empty: the client's actor) and for
+// reason, messages of thread that are no records, by their clocks: a
+// message there that does not decode or does not verify (as Verify,
+// session list and resume report them), which Erase cannot name, having
+// no id. One core.erasure record names each by clock and the digest of
+// its bytes, then the messages are deleted securely; Verify then counts
+// their clocks as erased.
+//
+// It refuses, changing nothing, a clock with no message that no erasure
+// of the thread names (ErrNotFound), and a message on another thread, an
+// erasure record or a record that verifies (ErrNotErasable: Erase takes
+// records, by id). A clock erased before is in AlreadyClocks.
+func (c *Client) EraseMessages(ctx context.Context, thread, actor string, clocks []uint64, reason string) (EraseResult, error) {
+	if actor == "" {
+		actor = c.cfg.actor
+	}
+	if actor == "" {
+		return EraseResult{}, ErrNoActor
+	}
+	if len(clocks) > MaxErasureTargets {
+		return EraseResult{}, &records.FieldError{Field: "clocks", Rule: fmt.Sprintf("at most %d messages a call, got %d", MaxErasureTargets, len(clocks))}
+	}
+	if err := checkErasure(thread, actor, reason); err != nil {
+		return EraseResult{}, err
+	}
+	r, err := c.log.EraseMessages(ctx, thread, clocks, reason, actor, splog.EraseSealed(func(rec *records.Record) (*records.Record, error) {
+		return c.admit(ctx, rec)
+	}))
+	res := EraseResult{ErasedClocks: r.ErasedClocks, AlreadyClocks: r.AlreadyClocks}
+	if r.Erasure.Clock != 0 {
+		res.Erasures = append(res.Erasures, receipt(r.Erasure))
+	}
+	return res, err
 }
 
 // Erase erases records of thread, as actor (empty: the client's actor),
@@ -205,8 +242,8 @@ func (c *Client) Tombstones(ctx context.Context, thread string) ([]Tombstone, er
 			continue
 		}
 		for _, t := range er.Targets {
-			if seen[t.ID] {
-				continue
+			if t.Message() || seen[t.ID] {
+				continue // a message that was no record has nothing to show
 			}
 			seen[t.ID] = true
 			out = append(out, Tombstone{

@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -57,5 +58,72 @@ func TestGarbageNeverHoldsAThread(t *testing.T) {
 	rep, err := c.Verify(ctx, thread)
 	if err != nil || len(rep.Corrupt) != 1 || rep.Corrupt[0].Clock != ack.Sequence {
 		t.Errorf("Verify: %+v, %v; want the garbage named", rep.Corrupt, err)
+	}
+}
+
+// TestEraseGarbageByClock: the message that holds nothing back is erased
+// by its clock; afterwards no read skips anything, the thread and the
+// whole log verify with its clock counted as erased, and its bytes are
+// gone. Clocks that hold records, other threads' messages or nothing are
+// refused, naming why, and erase nothing.
+func TestEraseGarbageByClock(t *testing.T) {
+	c := open(t, sdk.WithActor(actor))
+	ctx := ctxT(t)
+	const thread = "th_garbage_erase"
+	one := saveCP(t, c, thread, "one", "")
+	js := sdk.JetStreamOf(c)
+	ack, err := js.PublishMsg(ctx, &nats.Msg{Subject: log.RecordSubject(thread, records.KindCheckpoint), Data: []byte("not a record at all")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := js.PublishMsg(ctx, &nats.Msg{Subject: log.RecordSubject("th_elsewhere", "agent.step"), Data: []byte("garbage elsewhere")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saveCP(t, c, thread, "two", "")
+
+	for _, bad := range []struct {
+		clock uint64
+		want  error
+		says  string
+	}{
+		{one.Clock, sdk.ErrNotErasable, "erase it by its id"},
+		{other.Sequence, sdk.ErrNotErasable, "not on thread"},
+		{ack.Sequence + 100, sdk.ErrNotFound, "no message there"},
+	} {
+		res, err := c.EraseMessages(ctx, thread, "", []uint64{ack.Sequence, bad.clock}, "garbage")
+		if !errors.Is(err, bad.want) || !strings.Contains(err.Error(), bad.says) || len(res.Erasures) != 0 {
+			t.Errorf("EraseMessages(clock %d): %+v, %v; want %v saying %q, nothing erased", bad.clock, res, err, bad.want, bad.says)
+		}
+	}
+	if _, err := c.ListCheckpoints(ctx, thread, 0); err == nil {
+		t.Fatal("a refused erasure erased the garbage")
+	}
+
+	res, err := c.EraseMessages(ctx, thread, "", []uint64{ack.Sequence}, "garbage published by hand")
+	if err != nil || fmt.Sprint(res.ErasedClocks) != fmt.Sprint([]uint64{ack.Sequence}) || len(res.Erasures) != 1 {
+		t.Fatalf("EraseMessages: %+v, %v; want clock %d erased by one erasure record", res, err, ack.Sequence)
+	}
+	if list, err := c.ListCheckpoints(ctx, thread, 0); err != nil || len(list) != 2 {
+		t.Errorf("ListCheckpoints after the erasure: %d, %v; want 2 and nothing skipped", len(list), err)
+	}
+	rep, err := c.Verify(ctx, thread)
+	if err != nil || !rep.OK() {
+		t.Errorf("Verify after the erasure: corrupt %v missing %v, %v; want ok", rep.Corrupt, rep.Missing, err)
+	}
+	all, err := c.VerifyAll(ctx, nil)
+	if err != nil || len(all.Missing) != 0 || len(all.Corrupt) != 1 || all.Corrupt[0].Clock != other.Sequence {
+		t.Errorf("VerifyAll after the erasure: corrupt %v missing %v, %v; want only th_elsewhere's garbage, no gap", all.Corrupt, all.Missing, err)
+	}
+	stream, err := js.Stream(ctx, log.DefaultStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.GetMsg(ctx, ack.Sequence); err == nil {
+		t.Errorf("the erased message is still at clock %d", ack.Sequence)
+	}
+	again, err := c.EraseMessages(ctx, thread, "", []uint64{ack.Sequence}, "again")
+	if err != nil || fmt.Sprint(again.AlreadyClocks) != fmt.Sprint([]uint64{ack.Sequence}) || len(again.Erasures) != 0 {
+		t.Errorf("EraseMessages again: %+v, %v; want it already erased, nothing appended", again, err)
 	}
 }

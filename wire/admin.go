@@ -11,6 +11,10 @@ type Erase struct {
 	Erased   []string  `json:"erased"`
 	Already  []string  `json:"already"`
 	Erasures []Receipt `json:"erasures"`
+	// ErasedClocks and AlreadyClocks are the clocks of messages that are
+	// no records (spl erase --clock), when any.
+	ErasedClocks  []uint64 `json:"erased_clocks,omitempty"`
+	AlreadyClocks []uint64 `json:"already_clocks,omitempty"`
 }
 
 // Pin is the answer of a pin: the core.pin record (the earlier one when

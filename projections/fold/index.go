@@ -208,6 +208,9 @@ func (index) Keys(e records.Entry, add func(Key)) {
 	}
 	if er := erasure(e); er != nil {
 		for _, t := range er.Targets {
+			if t.Message() {
+				continue // no record: in no read model
+			}
 			add(Key{ModelErased, t.ID.String()})
 			tk := ThreadKey(t.Header.Thread)
 			add(Key{ModelThreads, tk})
@@ -342,8 +345,9 @@ func (ix index) erase(tx *Tx, e records.Entry, er *records.Erasure) error {
 	byThread := make(map[string][]records.ErasureTarget)
 	seen := make(map[records.ID]bool, len(er.Targets))
 	for _, t := range er.Targets {
-		if seen[t.ID] || t.Header.ID() != t.ID || t.Clock >= e.Clock || t.Header.Kind == records.KindErasure {
-			// Named twice, a header that is not the target's, a clock to
+		if t.Message() || seen[t.ID] || t.Header.ID() != t.ID || t.Clock >= e.Clock || t.Header.Kind == records.KindErasure {
+			// A message that was no record (in no read model), named
+			// twice, a header that is not the target's, a clock to
 			// come, or an erasure record: the log deletes none of these
 			// (erasures stay as the audit trail; records.Validate refuses
 			// to name one, but a record stored before that rule may).

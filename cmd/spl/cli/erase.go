@@ -21,8 +21,9 @@ var errDamaged = errors.New("verification failed")
 
 func newEraseCommand(a *app) *cobra.Command {
 	var thread, reason, actor string
+	var clocks []uint
 	cmd := &cobra.Command{
-		Use:   "erase ID... --thread THREAD --reason TEXT [flags]",
+		Use:   "erase (ID... | --clock N...) --thread THREAD --reason TEXT [flags]",
 		Short: "Erase records of a thread, for good",
 		Long: `Erase records of a thread. One core.erasure record (act FORGET) is appended
 that names them, keeps their headers (so the thread still verifies) and
@@ -32,10 +33,18 @@ shows them.
 
 Refused, changing nothing: an erasure record, an id that is no record, a
 record of another thread. An id that is already erased is a no-op.
-Prints each erased id, then the id and clock of the erasure record.`,
+Prints each erased id, then the id and clock of the erasure record.
+
+With --clock instead of ids, erase messages of the thread that are no
+records: a message that does not decode or does not verify, which has no
+id to name it by (verify, session list and resume name such messages by
+clock). The erasure record names each by clock and the BLAKE3 digest of
+its bytes; verify then counts the clock as erased. A clock that holds a
+record that verifies is refused: erase that by its id.`,
 		Example: `  spl erase bafir4icqw2edubnyo6vxli4omemigxzdg6mztntrymima5izpadlzoktj4 \
-    --thread th_auth_refactor_abc123 --reason "user asked to forget" --actor did:sync:agent:dev`,
-		Args: cobra.MinimumNArgs(1),
+    --thread th_auth_refactor_abc123 --reason "user asked to forget" --actor did:sync:agent:dev
+  spl erase --clock 1042 --thread th_auth_refactor_abc123 --reason "corrupt message" --actor did:sync:agent:dev`,
+		Args: cobra.ArbitraryArgs,
 		RunE: run(func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("thread") {
 				return usagef("erase: --thread is required")
@@ -43,9 +52,31 @@ Prints each erased id, then the id and clock of the erasure record.`,
 			if !cmd.Flags().Changed("reason") {
 				return usagef("erase: --reason is required")
 			}
+			switch {
+			case len(args) == 0 && len(clocks) == 0:
+				return usagef("erase: name the records to erase by id, or the messages that are no records by --clock")
+			case len(args) > 0 && len(clocks) > 0:
+				return usagef("erase: give ids or --clock, not both (a record that verifies is erased by its id)")
+			}
 			actor, err := actorFlag(actor)
 			if err != nil {
 				return fmt.Errorf("erase: %w", err)
+			}
+			if len(clocks) > 0 {
+				cs := make([]uint64, len(clocks))
+				for i, c := range clocks {
+					cs[i] = uint64(c)
+				}
+				return a.withClient(cmd, "erase", func(ctx context.Context, c *sdk.Client) error {
+					res, err := c.EraseMessages(ctx, thread, actor, cs, reason)
+					if err != nil {
+						return withOp("erase", err)
+					}
+					if a.json {
+						return writeJSON(cmd.OutOrStdout(), newEraseJSON(thread, res))
+					}
+					return writeErase(cmd.OutOrStdout(), res)
+				})
 			}
 			ids, err := parseIDs(args)
 			if err != nil {
@@ -67,6 +98,7 @@ Prints each erased id, then the id and clock of the erasure record.`,
 	f.StringVar(&thread, "thread", "", "thread of the records (required)")
 	f.StringVar(&reason, "reason", "", "why they are erased, kept in the erasure record (required, at most 1 KiB)")
 	f.StringVar(&actor, "actor", "", "actor DID (default $SPL_ACTOR)")
+	f.UintSliceVar(&clocks, "clock", nil, "erase the message at this clock, one that is no record (repeatable)")
 	return cmd
 }
 
@@ -98,11 +130,21 @@ func writeErase(w io.Writer, res sdk.EraseResult) error {
 	for _, id := range res.Erased {
 		fmt.Fprintf(&b, "erased: %s\n", id)
 	}
+	for _, c := range res.ErasedClocks {
+		fmt.Fprintf(&b, "erased: the message at clock %d\n", c)
+	}
+	already := joinIDs(res.Already)
+	for _, c := range res.AlreadyClocks {
+		already = strings.TrimPrefix(already+fmt.Sprintf(", the message at clock %d", c), ", ")
+	}
 	if len(res.Erasures) == 0 {
-		fmt.Fprintf(&b, "already erased: %s, nothing to do\n", joinIDs(res.Already))
+		fmt.Fprintf(&b, "already erased: %s, nothing to do\n", already)
 	} else {
 		for _, id := range res.Already {
 			fmt.Fprintf(&b, "already erased: %s\n", id)
+		}
+		for _, c := range res.AlreadyClocks {
+			fmt.Fprintf(&b, "already erased: the message at clock %d\n", c)
 		}
 		for _, r := range res.Erasures {
 			fmt.Fprintf(&b, "id:    %s\nclock: %d\n", r.ID, r.Clock)

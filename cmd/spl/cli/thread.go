@@ -248,6 +248,9 @@ func (a *app) followTail(cmd *cobra.Command, c *sdk.Client, thread string, start
 			continue
 		}
 		for _, t := range er.Targets {
+			if t.Message() {
+				continue // no record: nothing of it to show
+			}
 			err := p.tombstone(sdk.Tombstone{
 				ID: t.ID, Clock: t.Clock, Header: t.Header,
 				ErasedBy: sdk.Receipt{ID: r.ID, Clock: r.Clock}, Actor: r.Header.Actor, Time: r.Time(),
