@@ -167,9 +167,7 @@ func (s *Server) natsAuthConfigured() bool {
 func (s *Server) authorize(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'") // the page sets its own
+		secureHeaders(h)
 		if s.cfg.InsecureNoAuth || public(r) {
 			next.ServeHTTP(w, r)
 			return
@@ -221,6 +219,14 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(asAdmin(context.WithValue(r.Context(), credentialKey{}, c), c.right)))
 	})
+}
+
+// secureHeaders says, in h, that an answer is not to be framed or
+// sniffed.
+func secureHeaders(h http.Header) {
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'") // the page sets its own
 }
 
 // How a request authenticated.
