@@ -159,9 +159,12 @@ type Config struct {
 	HTTPIdleTimeout time.Duration
 	// HTTPMaxConns bounds the HTTP connections open at once
 	// (DefaultHTTPMaxConns when zero), so that clients never take the file
-	// descriptors the log needs. Past it, new connections wait in the
-	// listener's backlog until one closes; the timeouts above bound how long
-	// that takes.
+	// descriptors the log needs. They are shared out (limits.go): at most a
+	// quarter wait for a request, the one waiting longest closed to make
+	// room for a new one, and the rest go by the right of the credential a
+	// request presents, so that stalled clients cannot starve /healthz or
+	// another credential's requests; a request over its right's share is
+	// answered 429 at once. From 16 up, the listener never stops accepting.
 	HTTPMaxConns int
 	// IdleExit, when set, makes the server exit once nobody used it for
 	// this long (idle.go): no HTTP request in flight, no NATS client but

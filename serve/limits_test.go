@@ -79,15 +79,15 @@ func TestSlowBodyCutOff(t *testing.T) {
 	}
 }
 
-// With HTTPMaxConns connections stalled, a new connection waits in the
-// backlog (the limit holds) and /healthz is answered once the read
-// timeout cuts a stalled one off.
+// With HTTPMaxConns connections held by stalled writers, /healthz is
+// answered at once, not after the read timeout: a writer over its share
+// is refused, and health is answered whatever the shares hold.
 func TestHealthAtConnLimit(t *testing.T) {
-	const timeout = time.Second
+	const timeout = 10 * time.Second
 	s := start(t, Config{HTTPReadTimeout: timeout, HTTPMaxConns: 2})
 	stall(t, s)
 	stall(t, s)
-	time.Sleep(100 * time.Millisecond) // both accepted, holding the slots
+	time.Sleep(100 * time.Millisecond) // both accepted
 
 	client := &http.Client{Timeout: 10 * time.Second, Transport: authTransport{&http.Transport{DisableKeepAlives: true}}}
 	start := time.Now()
@@ -97,11 +97,11 @@ func TestHealthAtConnLimit(t *testing.T) {
 	if code != http.StatusOK || h.Status != "ok" {
 		t.Fatalf("healthz: code %d, %+v", code, h)
 	}
-	if d < timeout/2 {
-		t.Fatalf("healthz answered after %v with every slot held: the connection limit did not hold", d)
+	if d > 2*time.Second {
+		t.Fatalf("healthz answered after %v, want at once, not after the read timeout (%v)", d, timeout)
 	}
-	if d > 5*time.Second {
-		t.Fatalf("healthz answered after %v, want about %v (the read timeout)", d, timeout)
+	if open, _ := slotsOpen(s.slotLn); open > 2 {
+		t.Fatalf("%d connections open, want at most HTTPMaxConns (2)", open)
 	}
 }
 
@@ -128,23 +128,50 @@ func TestTailOutlivesTimeouts(t *testing.T) {
 	}
 }
 
-func TestLimitListener(t *testing.T) {
+// The slot listener never holds more than its bound: at it, a new
+// connection is taken by closing the one pending longest, and when every
+// connection is classified it waits for one to close; Close ends that
+// wait.
+func TestSlotListener(t *testing.T) {
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := newLimitListener(inner, 1)
+	l := newSlotListener(inner, 1, nil)
 	defer l.Close()
-	for range 2 {
+	var clients []net.Conn
+	for range 3 {
 		c, err := net.Dial("tcp", inner.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
+		clients = append(clients, c)
 	}
 	first, err := l.Accept()
 	if err != nil {
 		t.Fatal(err)
+	}
+	defer first.Close()
+	second, err := l.Accept() // closes the first, pending
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	_ = clients[0].SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := clients[0].Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("read on the first connection: %v, want EOF (closed to make room)", err)
+	}
+	if open, _ := slotsOpen(l); open != 1 {
+		t.Fatalf("%d connections open, want 1", open)
+	}
+	first.Close() // closed already: frees nothing more
+	if open, _ := slotsOpen(l); open != 1 {
+		t.Fatalf("%d connections open after closing the evicted one again, want 1", open)
+	}
+	// A classified connection is not closed to make room: Accept waits.
+	if !slotOf(second).classify(classRead) {
+		t.Fatal("classify: no room in an empty share")
 	}
 	accepted := make(chan net.Conn, 1)
 	go func() {
@@ -156,23 +183,26 @@ func TestLimitListener(t *testing.T) {
 	}()
 	select {
 	case <-accepted:
-		t.Fatalf("a second connection was accepted while the first was open")
+		t.Fatalf("a connection was accepted while the bound was held by a classified one")
 	case <-time.After(200 * time.Millisecond):
 	}
-	first.Close()
-	first.Close() // a second Close frees nothing more
-	var second net.Conn
+	second.Close()
+	second.Close() // a second Close frees nothing more
+	var third net.Conn
 	select {
 	case c, ok := <-accepted:
 		if !ok {
-			t.Fatalf("second Accept failed")
+			t.Fatalf("third Accept failed")
 		}
-		second = c
+		third = c
 	case <-time.After(5 * time.Second):
-		t.Fatalf("the second connection was not accepted once the first closed")
+		t.Fatalf("the third connection was not accepted once the second closed")
 	}
-	defer second.Close()
-	// Close ends an Accept waiting for a slot.
+	defer third.Close()
+	if !slotOf(third).classify(classWrite) {
+		t.Fatal("classify: no room in an empty share")
+	}
+	// Close ends an Accept waiting for a connection to close.
 	ended := make(chan error, 1)
 	go func() {
 		_, err := l.Accept()
@@ -188,6 +218,14 @@ func TestLimitListener(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatalf("Close did not end an Accept waiting for a slot")
 	}
+}
+
+// slotsOpen returns the connections l holds open, and how many of them
+// are pending.
+func slotsOpen(l *slotListener) (open, pending int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.open, l.pending.Len()
 }
 
 // A reader that stops reading while records keep coming is cut off, not

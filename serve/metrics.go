@@ -17,6 +17,7 @@ type metrics struct {
 	appends      *prometheus.CounterVec   // result
 	appendSecs   prometheus.Histogram
 	refused      *prometheus.CounterVec // reason
+	evicted      prometheus.Counter
 	corrupt      *prometheus.CounterVec // where
 	tails        prometheus.Gauge
 	batchRecords prometheus.Histogram
@@ -40,8 +41,11 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "spl_http_refused_total", Help: "HTTP requests refused before reaching the log, by reason: bad_json, too_large, invalid, bad_param, stopping, not_ready, unauthorized, forbidden, csrf, login_failed, login_limited.",
+			Name: "spl_http_refused_total", Help: "HTTP requests refused before reaching the log, by reason: bad_json, too_large, invalid, bad_param, stopping, not_ready, unauthorized, forbidden, csrf, login_failed, login_limited, conn_limit.",
 		}, []string{"reason"}),
+		evicted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "spl_http_conns_evicted_total", Help: "HTTP connections closed before their request was read (or while idle) to make room for new ones (limits.go).",
+		}),
 		corrupt: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "spl_corrupt_records_total", Help: "Stored messages that failed verification when read, by where they were met: query, tail, checkpoint.",
 		}, []string{"where"}),
@@ -58,7 +62,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}),
 	}
-	reg.MustRegister(m.requests, m.reqSeconds, m.appends, m.appendSecs, m.refused, m.corrupt, m.tails,
+	reg.MustRegister(m.requests, m.reqSeconds, m.appends, m.appendSecs, m.refused, m.evicted, m.corrupt, m.tails,
 		m.batchRecords, m.batchSeconds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&logCollector{s: s})

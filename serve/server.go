@@ -80,6 +80,7 @@ type Server struct {
 	ready chan struct{}
 
 	httpSrv *http.Server
+	slotLn  *slotListener // under httpSrv's TLS, if any
 	httpLn  net.Listener
 	reg     *prometheus.Registry
 	m       *metrics
@@ -195,15 +196,18 @@ func (s *Server) Start(ctx context.Context) error {
 			return fmt.Errorf("spl/serve: http listen %s: %w", s.cfg.HTTP, err)
 		}
 		s.httpLn = ln
-		ln = newLimitListener(ln, s.cfg.HTTPMaxConns) // see limits.go
-		if ln, err = s.cfg.httpTLS(ln); err != nil {  // see auth.go
+		s.slotLn = newSlotListener(ln, s.cfg.HTTPMaxConns, s.m.evicted.Inc) // see limits.go
+		ln = s.slotLn
+		if ln, err = s.cfg.httpTLS(ln); err != nil { // see auth.go
 			s.httpLn.Close()
 			s.bgCancel()
 			s.stopNATS()
 			return fmt.Errorf("spl/serve: %w", err)
 		}
 		s.httpSrv = &http.Server{
-			Handler:           streamDeadlines(s.authorize(s.routes()), s.cfg.HTTPWriteTimeout),
+			Handler:           s.slots(streamDeadlines(s.authorize(s.routes()), s.cfg.HTTPWriteTimeout)),
+			ConnContext:       slotContext,
+			ConnState:         slotState,
 			ReadHeaderTimeout: min(10*time.Second, s.cfg.HTTPReadTimeout),
 			ReadTimeout:       s.cfg.HTTPReadTimeout,
 			WriteTimeout:      s.cfg.HTTPWriteTimeout,
