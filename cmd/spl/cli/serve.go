@@ -162,7 +162,7 @@ signatures are checked: the write token publishes no record over NATS
 	f.DurationVar(&cfg.HTTPReadTimeout, "http-read-timeout", serve.DefaultHTTPReadTimeout, "bound on reading one HTTP request, headers and body")
 	f.DurationVar(&cfg.HTTPWriteTimeout, "http-write-timeout", serve.DefaultHTTPWriteTimeout, "bound on writing one HTTP answer (an SSE tail: on each write)")
 	f.DurationVar(&cfg.HTTPIdleTimeout, "http-idle-timeout", serve.DefaultHTTPIdleTimeout, "bound on a keep-alive HTTP connection's wait for its next request")
-	f.IntVar(&cfg.HTTPMaxConns, "http-max-conns", serve.DefaultHTTPMaxConns, "HTTP connections open at once; more wait in the listen backlog")
+	f.IntVar(&cfg.HTTPMaxConns, "http-max-conns", serve.DefaultHTTPMaxConns, "HTTP connections open at once, shared out by credential; the oldest not yet sent a request is closed for a new one")
 	f.DurationVar(&cfg.IdleExit, "idle-exit", 0, "exit once nobody used the server for this long: no HTTP request, no NATS client but its own (0: never)")
 	f.StringVar(&addrFile, "http-addr-file", "", "write the HTTP API's bound host:port to this file once listening (for --http 127.0.0.1:0); removed on shutdown")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
