@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"sync"
@@ -107,6 +108,74 @@ func (c *Client) Threads(ctx context.Context, f ThreadFilter) ([]ThreadInfo, err
 		out[i] = threadInfo(t)
 	}
 	return out, nil
+}
+
+// ThreadPage is one look at the thread index (ThreadIndexPage): the
+// threads that matched, newest activity first, how many threads the index
+// holds in all, the clock it had applied (every record up to it is in the
+// answer), and the log's last clock when the look began.
+type ThreadPage struct {
+	Threads  []ThreadInfo
+	Total    uint64
+	AsOf     uint64
+	LogClock uint64
+}
+
+// ThreadIndexPage reads the thread index as a face answering a request
+// does: it waits at most wait for the index to apply the log's last clock
+// (a wait that runs out is no error: AsOf says how far the index got, so
+// that a thread appended just before is listed whenever the index keeps
+// up, and the answer never waits long when it does not), then reads, from
+// one look, the threads that match f (f.Limit 0: every one; countOnly:
+// none, the count alone) and the count. f.Freshness is not used: wait
+// says how fresh.
+func (c *Client) ThreadIndexPage(ctx context.Context, f ThreadFilter, countOnly bool, wait time.Duration) (ThreadPage, error) {
+	if f.Kind != "" {
+		if err := records.CheckKind(f.Kind); err != nil {
+			return ThreadPage{}, fmt.Errorf("spl/sdk: threads: %w", err)
+		}
+	}
+	p, err := c.projections(ctx)
+	if err != nil {
+		return ThreadPage{}, err
+	}
+	var page ThreadPage
+	if page.LogClock, err = c.log.LastClock(ctx); err != nil {
+		return ThreadPage{}, fmt.Errorf("spl/sdk: last clock: %w", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	page.AsOf, err = p.index.WaitApplied(wctx, page.LogClock)
+	cancel()
+	var be *projections.BehindError
+	switch {
+	case errors.As(err, &be) && ctx.Err() == nil:
+		page.AsOf = be.Clock // the position the wait read last
+	case err != nil:
+		return ThreadPage{}, fmt.Errorf("spl/sdk: thread index: %w", err)
+	}
+	if countOnly {
+		if page.Total, err = p.reader.ThreadCount(ctx); err != nil {
+			return ThreadPage{}, fmt.Errorf("spl/sdk: thread index: %w", err)
+		}
+		return page, nil
+	}
+	ts, total, err := p.reader.ThreadsAndCount(ctx, projections.ThreadFilter{Actor: f.Actor, Kind: f.Kind, Since: f.Since, Limit: f.Limit})
+	if err != nil {
+		return ThreadPage{}, fmt.Errorf("spl/sdk: thread index: %w", err)
+	}
+	page.Total, page.Threads = total, make([]ThreadInfo, len(ts))
+	for i, t := range ts {
+		page.Threads[i] = threadInfo(t)
+	}
+	return page, nil
+}
+
+// IndexProjector returns a runtime of the index projection (the thread
+// index, the latest checkpoints, the erased records) for a server to run
+// (spl serve), its buckets with replicas replicas (at least 1). logf, when
+// set, gets its warnings.
+func (c *Client) IndexProjector(ctx context.Context, replicas int, logf func(format string, args ...any)) (*projections.Runtime, error) {
+	return c.NewProjector(ctx, projections.Index(), projections.Options{Replicas: max(replicas, 1), Logf: logf})
 }
 
 // Thread returns the thread index entry of thread, or an error wrapping

@@ -16,7 +16,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/spl-dev/spl/projections"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
 	"github.com/spl-dev/spl/wire"
@@ -641,56 +640,16 @@ func (s *Server) handleThreads(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	logClock, err := l.LastClock(ctx)
-	if err != nil {
-		s.fail(w, r, fmt.Errorf("last clock: %w", err))
-		return
-	}
-	rt, err := s.indexRuntime(ctx, l)
-	if err != nil {
-		s.fail(w, r, fmt.Errorf("thread index: %w", err))
-		return
-	}
-	asOf, err := s.waitIndex(ctx, rt, logClock)
-	if err != nil {
-		s.fail(w, r, fmt.Errorf("thread index: %w", err))
-		return
-	}
-	resp := threadsResponse{Threads: []wire.Thread{}, AsOf: asOf, LogClock: logClock}
-	rd := l.IndexReader()
-	var ts []*projections.Thread
-	if limit == 0 { // the count alone
-		if resp.Total, err = rd.ThreadCount(ctx); err != nil {
-			err = fmt.Errorf("thread index: %w", err)
-		}
-	} else { // the list and the count, from one look at the index
-		ts, resp.Total, err = rd.ThreadsAndCount(ctx, projections.ThreadFilter{Actor: actor, Kind: kind, Since: since, Limit: int(limit)})
-	}
+	page, err := l.ThreadIndexPage(ctx, sdk.ThreadFilter{Actor: actor, Kind: kind, Since: since, Limit: int(limit)}, limit == 0, s.cfg.ThreadsWait)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	for _, t := range ts {
-		resp.Threads = append(resp.Threads, sdk.ThreadInfoOf(t).Wire())
+	resp := threadsResponse{Threads: make([]wire.Thread, len(page.Threads)), Total: page.Total, AsOf: page.AsOf, LogClock: page.LogClock}
+	for i, t := range page.Threads {
+		resp.Threads[i] = t.Wire()
 	}
 	writeJSON(w, http.StatusOK, resp)
-}
-
-// waitIndex waits, at most Config.ThreadsWait, until rt has applied clock, and
-// returns the clock the index has applied: every record up to it is in
-// the read models read after. A wait that times out is not an error.
-func (s *Server) waitIndex(ctx context.Context, rt *projections.Runtime, clock uint64) (uint64, error) {
-	wctx, cancel := context.WithTimeout(ctx, s.cfg.ThreadsWait)
-	defer cancel()
-	applied, err := rt.WaitApplied(wctx, clock)
-	var be *projections.BehindError
-	switch {
-	case err == nil:
-		return applied, nil
-	case errors.As(err, &be) && ctx.Err() == nil:
-		return be.Clock, nil // the position the wait read last
-	}
-	return 0, err
 }
 
 // filterParam returns the value of an optional filter parameter, "" when

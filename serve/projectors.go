@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/spl-dev/spl/projections"
 	"github.com/spl-dev/spl/sdk"
 )
 
@@ -44,7 +43,7 @@ func indexProjectors(ctx context.Context, c *sdk.Client, cfg Config, logger *slo
 	}
 }
 
-func newIndexRuntime(ctx context.Context, c *sdk.Client, cfg Config, plog *slog.Logger) (*projections.Runtime, error) {
+func newIndexRuntime(ctx context.Context, c *sdk.Client, cfg Config, plog *slog.Logger) (Projector, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	replicas := cfg.Replicas
@@ -53,36 +52,5 @@ func newIndexRuntime(ctx context.Context, c *sdk.Client, cfg Config, plog *slog.
 	} else if replicas == 0 && cfg.ClusterName != "" {
 		replicas = 3 // serve's default in a cluster
 	}
-	return c.NewProjector(ctx, projections.Index(), projections.Options{
-		Replicas: max(replicas, 1),
-		Logf:     func(format string, args ...any) { plog.Warn(fmt.Sprintf(format, args...)) },
-	})
-}
-
-// indexRuntime returns the runtime of the index projection that reads wait
-// on: the server's projector, or, when the server runs none (no
-// Config.Projectors, or they are not started yet or failed to), one of its
-// own, made once, that nobody runs. Waiting on that one catches the index
-// up in the request, for as long as the wait lasts, when no process holds
-// the projection's lease (Runtime.Wait); the next request carries on from
-// the position it stored.
-func (s *Server) indexRuntime(ctx context.Context, c *sdk.Client) (*projections.Runtime, error) {
-	s.projMu.Lock()
-	ps := s.projectors
-	s.projMu.Unlock()
-	for _, p := range ps {
-		if r, ok := p.(*projections.Runtime); ok && r.Name() == projections.IndexName {
-			return r, nil
-		}
-	}
-	s.indexMu.Lock()
-	defer s.indexMu.Unlock()
-	if s.index == nil {
-		r, err := newIndexRuntime(ctx, c, s.cfg, s.logger.With("component", "projections"))
-		if err != nil {
-			return nil, err
-		}
-		s.index = r
-	}
-	return s.index, nil
+	return c.IndexProjector(ctx, replicas, func(format string, args ...any) { plog.Warn(fmt.Sprintf(format, args...)) })
 }

@@ -43,7 +43,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spl-dev/spl/internal/natsio"
-	"github.com/spl-dev/spl/projections"
 	"github.com/spl-dev/spl/sdk"
 )
 
@@ -88,9 +87,6 @@ type Server struct {
 
 	projMu     sync.Mutex
 	projectors []Projector
-
-	indexMu sync.Mutex
-	index   *projections.Runtime // of its own, when no projector is the index (indexRuntime)
 
 	bg       context.Context // background work: opening the log, projectors
 	bgCancel context.CancelFunc
