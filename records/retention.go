@@ -48,7 +48,7 @@ const RetentionThread = "spl/retention"
 // absent when zero. No other keys are allowed.
 type Retention struct {
 	Scope    string // "scope": ScopeThread or ScopeAll
-	KeepLast uint64 // "keep_last": at least 1
+	KeepLast uint64 // "keep_last": at least 1, or 0 with MaxAgeMS
 	MaxAgeMS uint64 // "max_age_ms": milliseconds; absent when zero (no age limit)
 }
 
@@ -115,14 +115,15 @@ func DecodeRetention(body []byte) (*Retention, error) {
 
 // Validate checks the retention schema and returns the first failure as a
 // *FieldError: "body.scope" (ScopeThread or ScopeAll), "body.keep_last"
-// (at least 1, so that retention never erases a thread's newest
-// checkpoint).
+// (at least 1, or 0 with a MaxAgeMS: an expiry, which takes a thread's
+// newest checkpoint too once it is old, unless its session can still be
+// resumed; a policy that would keep nothing at all is refused).
 func (r *Retention) Validate() error {
 	if r.Scope != ScopeThread && r.Scope != ScopeAll {
 		return fieldErrorf("body.scope", "must be %q or %q, got %s", ScopeThread, ScopeAll, quote(r.Scope))
 	}
-	if r.KeepLast < 1 {
-		return fieldErrorf("body.keep_last", "must be at least 1 (the newest checkpoint is always kept), got %d", r.KeepLast)
+	if r.KeepLast < 1 && r.MaxAgeMS == 0 {
+		return fieldErrorf("body.keep_last", "must be at least 1, or 0 with max_age_ms (an expiry), got %d", r.KeepLast)
 	}
 	return nil
 }

@@ -69,7 +69,7 @@ func TestRetentionAndPinRules(t *testing.T) {
 		{"pin needs KNOW", ActDo, KindPin, &Pin{Target: target}, "act", "requires act KNOW"},
 		{"unknown scope", ActKnow, KindRetention, &Retention{Scope: "everything", KeepLast: 1}, "body.scope", `"everything"`},
 		{"no scope", ActKnow, KindRetention, map[string]any{"keep_last": 1}, "body.scope", `must be "thread" or "all"`},
-		{"keep none", ActKnow, KindRetention, &Retention{Scope: ScopeAll}, "body.keep_last", "at least 1"},
+		{"keep none", ActKnow, KindRetention, &Retention{Scope: ScopeAll}, "body.keep_last", "at least 1, or 0 with max_age_ms"},
 		{"negative keep", ActKnow, KindRetention, map[string]any{"scope": "all", "keep_last": -1}, "body.keep_last", "unsigned integer"},
 		{"zero age", ActKnow, KindRetention, map[string]any{"scope": "all", "keep_last": 1, "max_age_ms": 0}, "body.max_age_ms", "positive"},
 		{"text age", ActKnow, KindRetention, map[string]any{"scope": "all", "keep_last": 1, "max_age_ms": "30d"}, "body.max_age_ms", "unsigned integer"},

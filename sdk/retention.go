@@ -9,6 +9,7 @@ import (
 
 	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
+	"github.com/spl-dev/spl/rules"
 )
 
 // RetentionThread is the reserved thread that holds the retention policy
@@ -26,7 +27,10 @@ const ReasonRetentionCleared = "retention policy cleared"
 // agent.session.checkpoint; retention touches no other kind) of a thread
 // are kept: the newest KeepLast, those younger than MaxAge (when set),
 // named ones and pinned ones. Retention erases every other checkpoint of
-// the thread, with erasure records of reason "retention".
+// the thread, with erasure records of reason "retention". KeepLast 0
+// with a MaxAge is an expiry: once old, a thread's checkpoints all go,
+// the newest too, once its session is completed (before that, the newest
+// is its resume point); the rule is rules.RetentionDrops.
 //
 // A policy is stored as a core.retention record: a thread's policy on the
 // thread itself, the policy of all threads (All) on RetentionThread. The
@@ -35,7 +39,7 @@ const ReasonRetentionCleared = "retention policy cleared"
 type RetentionPolicy struct {
 	Thread   string        // the thread the policy is for; empty with All
 	All      bool          // the policy of every thread without one of its own
-	KeepLast int           // keep the newest KeepLast checkpoints; at least 1
+	KeepLast int           // keep the newest KeepLast checkpoints; at least 1, or 0 with MaxAge (an expiry)
 	MaxAge   time.Duration // also keep those younger than MaxAge; 0: no age limit
 
 	// Where a stored policy is, and who set it when (Retention,
@@ -76,8 +80,8 @@ func (p RetentionPolicy) body() (*records.Retention, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	if p.KeepLast < 1 {
-		return nil, "", &records.FieldError{Field: "keep_last", Rule: fmt.Sprintf("must be at least 1 (the newest checkpoint is always kept), got %d", p.KeepLast)}
+	if p.KeepLast < 0 {
+		return nil, "", &records.FieldError{Field: "keep_last", Rule: fmt.Sprintf("must be at least 1, or 0 with max_age (an expiry), got %d", p.KeepLast)}
 	}
 	if p.MaxAge < 0 || (p.MaxAge > 0 && p.MaxAge < time.Millisecond) {
 		return nil, "", &records.FieldError{Field: "max_age", Rule: fmt.Sprintf("must be 0 (no age limit) or at least 1ms, got %v", p.MaxAge)}
@@ -404,21 +408,25 @@ func (c *Client) planDrop(ctx context.Context, thread string, p RetentionPolicy,
 	if err != nil {
 		return res, nil, fmt.Errorf("retention of %q: %w", thread, err)
 	}
-	var drop []records.ID
+	in := make([]rules.RetentionCheckpoint, len(cps))
 	for i, e := range cps {
 		_, pin := pinned[e.ID]
-		keep := i >= len(cps)-p.KeepLast || pin ||
-			(p.MaxAge > 0 && now.Sub(e.Record.Time()) < p.MaxAge)
-		if !keep {
+		in[i] = rules.RetentionCheckpoint{ID: e.ID, Time: e.Record.Time(), Pinned: pin, Exempt: func() bool {
 			cp, err := records.DecodeCheckpoint(e.Record.Body)
-			keep = err != nil || cp.Name != "" || (droppable != nil && !droppable(cp))
-		}
-		if keep {
-			res.Kept++
-		} else {
-			drop = append(drop, e.ID)
-		}
+			return err != nil || cp.Name != "" || (droppable != nil && !droppable(cp))
+		}}
 	}
+	live := true
+	if p.KeepLast == 0 && len(cps) > 0 {
+		// An expiry takes the newest too, once the session is over.
+		st, err := c.statusNow(ctx, thread)
+		if err != nil {
+			return res, nil, fmt.Errorf("retention of %q: %w", thread, err)
+		}
+		live = st != StatusCompleted
+	}
+	var drop []records.ID
+	res.Kept, drop = rules.RetentionDrops(in, rules.Retention{KeepLast: p.KeepLast, MaxAge: p.MaxAge}, now, live)
 	return res, drop, nil
 }
 

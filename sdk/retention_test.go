@@ -213,3 +213,42 @@ func TestRetentionRefusals(t *testing.T) {
 		t.Fatalf("Retention: %+v, %v; want none", ps, err)
 	}
 }
+
+// An expiry (KeepLast 0 with MaxAge) erases every old checkpoint of a
+// completed session, the newest too, and keeps a named one; a session
+// that is not over keeps its newest, its resume point, however old.
+func TestRetentionExpiry(t *testing.T) {
+	c := open(t, sdk.WithActor(actor))
+	ctx := ctxT(t)
+	now := time.Now()
+	old := func(thread, summary, name string, age time.Duration) {
+		t.Helper()
+		if _, err := c.Emit(ctx, sdk.Event{Act: records.ActLearn, Kind: records.KindCheckpoint, Thread: thread,
+			Time: now.Add(-age), Body: &records.Checkpoint{Summary: summary, Learnings: []string{"l"}, Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old("th_done", "a", "", 72*time.Hour)
+	old("th_done", "b", "release", 60*time.Hour)
+	old("th_done", "c", "", 48*time.Hour)
+	if _, err := c.MarkSession(ctx, "th_done", "", records.KindSessionCompleted, records.SessionEvent{}); err != nil {
+		t.Fatal(err)
+	}
+	old("th_live", "x", "", 72*time.Hour)
+	old("th_live", "y", "", 48*time.Hour)
+	if _, err := c.SetRetention(ctx, "", sdk.RetentionPolicy{All: true, MaxAge: 24 * time.Hour}); err != nil {
+		t.Fatalf("SetRetention of an expiry: %v", err)
+	}
+	if _, err := c.ApplyRetention(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := summaries(t, c, "th_done"), []string{"b"}; !same(got, want) {
+		t.Errorf("completed session: checkpoints %v, want only the named one %v", got, want)
+	}
+	if got, want := summaries(t, c, "th_live"), []string{"y"}; !same(got, want) {
+		t.Errorf("live session: checkpoints %v, want its newest %v", got, want)
+	}
+	if _, err := c.SetRetention(ctx, "", sdk.RetentionPolicy{Thread: "t", KeepLast: -1, MaxAge: time.Hour}); !errors.Is(err, records.ErrInvalid) {
+		t.Errorf("KeepLast -1: %v, want ErrInvalid", err)
+	}
+}

@@ -51,9 +51,15 @@ one of its own (--all): keep the newest N checkpoints (--keep-last, at
 least 1), and also those younger than --max-age (a Go duration such as
 36h, or days and weeks: 30d, 2w). Named and pinned checkpoints are always
 kept. Setting a policy erases nothing by itself: it is enforced at the
-next checkpoint saved to a thread, or by "spl retention apply".`,
+next checkpoint saved to a thread, or by "spl retention apply".
+
+--keep-last 0 with --max-age is an expiry: once they are older than
+--max-age, a thread's checkpoints all go, the newest too, when its
+session is completed; a session that is not over (running, paused,
+failed, cancelled) keeps its newest, its resume point.`,
 		Example: `  spl retention set --thread th_auth_refactor_abc123 --keep-last 10
-  spl retention set --all --keep-last 5 --max-age 30d`,
+  spl retention set --all --keep-last 5 --max-age 30d
+  spl retention set --all --keep-last 0 --max-age 24h`,
 		Args: cobra.NoArgs,
 		RunE: run(func(cmd *cobra.Command, args []string) error {
 			if all == cmd.Flags().Changed("thread") {
@@ -87,7 +93,7 @@ next checkpoint saved to a thread, or by "spl retention apply".`,
 	f := cmd.Flags()
 	f.StringVar(&thread, "thread", "", "thread the policy is for")
 	f.BoolVar(&all, "all", false, "the policy of every thread without its own")
-	f.IntVar(&keepLast, "keep-last", 0, "keep the newest N checkpoints (at least 1; required)")
+	f.IntVar(&keepLast, "keep-last", 0, "keep the newest N checkpoints (required; 0 with --max-age: an expiry)")
 	f.StringVar(&maxAge, "max-age", "", "also keep checkpoints younger than this (36h, 30d, 2w)")
 	f.StringVar(&actor, "actor", "", "actor DID (default $SPL_ACTOR)")
 	return cmd

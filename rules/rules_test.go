@@ -1,0 +1,184 @@
+package rules
+
+import (
+	"flag"
+	"fmt"
+	"go/build"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spl-dev/spl/records"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata scripts")
+
+// The rules are pure: they import the standard library and records,
+// nothing that could reach NATS or the log.
+func TestImportsOnlyRecords(t *testing.T) {
+	pkg, err := build.ImportDir(".", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imp := range append(pkg.Imports, pkg.TestImports...) {
+		first, _, _ := strings.Cut(imp, "/")
+		if strings.Contains(first, ".") && imp != "github.com/spl-dev/spl/records" {
+			t.Errorf("package rules imports %s: want only the standard library and records", imp)
+		}
+	}
+}
+
+// TestScripts runs the scripts in testdata/. A case is a command line,
+// its input lines, "----", and the expected output up to a blank line;
+// lines starting with # are comments. Commands:
+//
+//	retention keep_last=N [max_age=D] now=D [live]
+//	    input: one checkpoint a line, oldest first: @N t=D [pinned]
+//	    [exempt] (D a duration since the epoch, 90m); prints "kept N",
+//	    "asked @N ..." (whom Exempt was asked) and "drop @N ..."
+//	    (RetentionDrops)
+func TestScripts(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scripts in testdata: %v", err)
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runScript(t, f) })
+	}
+}
+
+func runScript(t *testing.T, path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder // the file again, with the outputs as they are now
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	for i := 0; i < len(lines); {
+		line := lines[i]
+		if line == "" || strings.HasPrefix(line, "#") {
+			out.WriteString(line + "\n")
+			i++
+			continue
+		}
+		start := i + 1
+		cmd := line
+		var input []string
+		for i++; i < len(lines) && lines[i] != "----"; i++ {
+			input = append(input, lines[i])
+		}
+		if i == len(lines) {
+			t.Fatalf("%s:%d: no ---- after the case", path, start)
+		}
+		i++
+		var want []string
+		for ; i < len(lines) && lines[i] != ""; i++ {
+			want = append(want, lines[i])
+		}
+		got, err := runCase(cmd, input)
+		if err != nil {
+			t.Fatalf("%s:%d: %v", path, start, err)
+		}
+		if g, w := strings.Join(got, "\n"), strings.Join(want, "\n"); g != w && !*rewrite {
+			t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", path, start, cmd, g, w)
+		}
+		out.WriteString(strings.Join(append(append([]string{cmd}, input...), "----"), "\n") + "\n")
+		for _, g := range got {
+			out.WriteString(g + "\n")
+		}
+	}
+	if *rewrite {
+		if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// args splits "k=v" and bare words of a line.
+func args(fields []string) (map[string]string, error) {
+	m := make(map[string]string)
+	for _, f := range fields {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok {
+			v = "true"
+		}
+		if _, dup := m[k]; dup {
+			return nil, fmt.Errorf("%s given twice", k)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+// ids maps the script's @N to ids, and back.
+type ids map[records.ID]string
+
+func (m ids) of(name string) records.ID {
+	h := records.Header{V: records.FormatVersion, Act: records.ActLearn, Kind: records.KindCheckpoint, Thread: "th", Actor: "did:sync:agent:x", TS: int64(len(m) + 1)}
+	id := h.ID()
+	m[id] = name
+	return id
+}
+
+func runCase(cmd string, input []string) ([]string, error) {
+	f := strings.Fields(cmd)
+	a, err := args(f[1:])
+	if err != nil {
+		return nil, err
+	}
+	switch f[0] {
+	case "retention":
+		return retentionCase(a, input)
+	}
+	return nil, fmt.Errorf("unknown command %q", f[0])
+}
+
+func retentionCase(a map[string]string, input []string) ([]string, error) {
+	var r Retention
+	var err error
+	if r.KeepLast, err = strconv.Atoi(a["keep_last"]); err != nil {
+		return nil, fmt.Errorf("keep_last: %v", err)
+	}
+	if v, ok := a["max_age"]; ok {
+		if r.MaxAge, err = time.ParseDuration(v); err != nil {
+			return nil, fmt.Errorf("max_age: %v", err)
+		}
+	}
+	now, err := time.ParseDuration(a["now"])
+	if err != nil {
+		return nil, fmt.Errorf("now: %v", err)
+	}
+	names := ids{}
+	var cps []RetentionCheckpoint
+	var asked []string // the checkpoints Exempt was asked of
+	for _, line := range input {
+		f := strings.Fields(line)
+		ca, err := args(f[1:])
+		if err != nil {
+			return nil, err
+		}
+		at, err := time.ParseDuration(ca["t"])
+		if err != nil {
+			return nil, fmt.Errorf("%s: t: %v", line, err)
+		}
+		name, exempt := f[0], ca["exempt"] != ""
+		cps = append(cps, RetentionCheckpoint{ID: names.of(name), Time: time.Unix(0, 0).Add(at), Pinned: ca["pinned"] != "",
+			Exempt: func() bool { asked = append(asked, name); return exempt }})
+	}
+	kept, drop := RetentionDrops(cps, r, time.Unix(0, 0).Add(now), a["live"] != "")
+	out := []string{fmt.Sprintf("kept %d", kept)}
+	if len(asked) > 0 {
+		out = append(out, "asked "+strings.Join(asked, " "))
+	}
+	if len(drop) > 0 {
+		ds := make([]string, len(drop))
+		for i, id := range drop {
+			ds[i] = names[id]
+		}
+		out = append(out, "drop "+strings.Join(ds, " "))
+	}
+	return out, nil
+}
