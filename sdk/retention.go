@@ -285,7 +285,7 @@ func (c *Client) ApplyRetention(ctx context.Context, actor string) ([]RetentionR
 		if err != nil {
 			errs = append(errs, err)
 		}
-		if res.Policy.KeepLast > 0 {
+		if res.Policy.KeepLast > 0 || res.Policy.MaxAge > 0 { // a policy governs it (an expiry keeps none by count)
 			out = append(out, res)
 		}
 	}

@@ -239,8 +239,16 @@ func TestRetentionExpiry(t *testing.T) {
 	if _, err := c.SetRetention(ctx, "", sdk.RetentionPolicy{All: true, MaxAge: 24 * time.Hour}); err != nil {
 		t.Fatalf("SetRetention of an expiry: %v", err)
 	}
-	if _, err := c.ApplyRetention(ctx, ""); err != nil {
+	res, err := c.ApplyRetention(ctx, "")
+	if err != nil {
 		t.Fatal(err)
+	}
+	erased := map[string]int{}
+	for _, r := range res {
+		erased[r.Thread] = len(r.Erased)
+	}
+	if erased["th_done"] != 2 || erased["th_live"] != 1 {
+		t.Errorf("ApplyRetention reported %v, want 2 erased on th_done and 1 on th_live", erased)
 	}
 	if got, want := summaries(t, c, "th_done"), []string{"b"}; !same(got, want) {
 		t.Errorf("completed session: checkpoints %v, want only the named one %v", got, want)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
 )
 
@@ -170,6 +171,14 @@ type Config struct {
 	// this long (idle.go): no HTTP request in flight, no NATS client but
 	// its own. The SDKs start the local server with it.
 	IdleExit time.Duration
+	// RetentionEvery, when set, makes the server enforce the retention
+	// policies on every thread that often (retention.go), as
+	// RetentionActor, which it then requires: a policy's expiry then takes
+	// effect whether or not anyone saves or runs spl retention apply.
+	RetentionEvery time.Duration
+	// RetentionActor is the actor of the erasure records the schedule
+	// appends (a DID).
+	RetentionActor string
 
 	// Projectors, when set, is called once the log is open and returns the
 	// projectors the server runs until shutdown. The projections runtime
@@ -276,6 +285,19 @@ func (c Config) validate() error {
 		return configErr("HTTPMaxConns", "must not be negative, got %d", c.HTTPMaxConns)
 	case c.IdleExit < 0 || c.IdleExit > 0 && c.IdleExit < time.Second:
 		return configErr("IdleExit", "must be 0 (never) or at least 1s, got %v", c.IdleExit)
+	case c.RetentionEvery < 0 || c.RetentionEvery > 0 && c.RetentionEvery < time.Second:
+		return configErr("RetentionEvery", "must be 0 (never) or at least 1s, got %v", c.RetentionEvery)
+	case c.RetentionEvery > 0 && c.RetentionActor == "":
+		return configErr("RetentionActor", "is required with RetentionEvery: the erasure records the schedule appends name their actor")
+	case c.RetentionActor != "" && c.RetentionEvery == 0:
+		return configErr("RetentionActor", "goes with RetentionEvery, which is not set")
+	case c.RetentionEvery > 0 && c.RequireSigned:
+		return configErr("RetentionEvery", "cannot run under RequireSigned: the server holds no actor's key to sign the erasure records; run spl retention apply with the actor's key instead")
+	}
+	if c.RetentionActor != "" {
+		if err := records.CheckActorDID(c.RetentionActor); err != nil {
+			return configErr("RetentionActor", "%v", err)
+		}
 	}
 	if c.ClusterName != "" {
 		if err := c.checkAddr("ClusterListen", c.ClusterListen); err != nil {

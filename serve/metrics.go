@@ -18,6 +18,7 @@ type metrics struct {
 	appendSecs   prometheus.Histogram
 	refused      *prometheus.CounterVec // reason
 	evicted      prometheus.Counter
+	retained     prometheus.Counter
 	corrupt      *prometheus.CounterVec // where
 	tails        prometheus.Gauge
 	batchRecords prometheus.Histogram
@@ -46,6 +47,9 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		evicted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "spl_http_conns_evicted_total", Help: "HTTP connections closed before their request was read (or while idle) to make room for new ones (limits.go).",
 		}),
+		retained: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "spl_retention_erased_total", Help: "Checkpoints the retention schedule (--retention-every) erased.",
+		}),
 		corrupt: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "spl_corrupt_records_total", Help: "Stored messages that failed verification when read, by where they were met: query, tail, checkpoint.",
 		}, []string{"where"}),
@@ -62,7 +66,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}),
 	}
-	reg.MustRegister(m.requests, m.reqSeconds, m.appends, m.appendSecs, m.refused, m.evicted, m.corrupt, m.tails,
+	reg.MustRegister(m.requests, m.reqSeconds, m.appends, m.appendSecs, m.refused, m.evicted, m.retained, m.corrupt, m.tails,
 		m.batchRecords, m.batchSeconds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&logCollector{s: s})

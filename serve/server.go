@@ -279,6 +279,10 @@ func (s *Server) openLog() {
 	}
 	s.bgWG.Add(1)
 	go s.keepMark() // see mark.go
+	if s.cfg.RetentionEvery > 0 {
+		s.bgWG.Add(1)
+		go s.enforceRetention() // see retention.go
+	}
 	s.startProjectors()
 }
 

@@ -163,6 +163,8 @@ signatures are checked: the write token publishes no record over NATS
 	f.DurationVar(&cfg.HTTPWriteTimeout, "http-write-timeout", serve.DefaultHTTPWriteTimeout, "bound on writing one HTTP answer (an SSE tail: on each write)")
 	f.DurationVar(&cfg.HTTPIdleTimeout, "http-idle-timeout", serve.DefaultHTTPIdleTimeout, "bound on a keep-alive HTTP connection's wait for its next request")
 	f.IntVar(&cfg.HTTPMaxConns, "http-max-conns", serve.DefaultHTTPMaxConns, "HTTP connections open at once, shared out by credential; the oldest not yet sent a request is closed for a new one")
+	f.DurationVar(&cfg.RetentionEvery, "retention-every", 0, "enforce the retention policies on every thread this often, as --retention-actor (0: only at saves and spl retention apply)")
+	f.StringVar(&cfg.RetentionActor, "retention-actor", "", "actor DID of the erasure records --retention-every appends")
 	f.DurationVar(&cfg.IdleExit, "idle-exit", 0, "exit once nobody used the server for this long: no HTTP request, no NATS client but its own (0: never)")
 	f.StringVar(&addrFile, "http-addr-file", "", "write the HTTP API's bound host:port to this file once listening (for --http 127.0.0.1:0); removed on shutdown")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
@@ -182,6 +184,7 @@ var serveFlags = map[string]string{
 	"TLSVerify": "--tls-verify", "ShutdownTimeout": "--shutdown-timeout", "Timeout": "--request-timeout",
 	"HTTPReadTimeout": "--http-read-timeout", "HTTPWriteTimeout": "--http-write-timeout", "IdleExit": "--idle-exit",
 	"HTTPIdleTimeout": "--http-idle-timeout", "HTTPMaxConns": "--http-max-conns",
+	"RetentionEvery": "--retention-every", "RetentionActor": "--retention-actor",
 	"InsecureNoAuth": "--insecure-no-auth", "HTTPToken": "--http-token-file", "HTTPReadToken": "--http-read-token-file",
 	"HTTPTLSCert": "--http-tls-cert", "HTTPTLSKey": "--http-tls-key", "HTTPClientCA": "--http-client-ca",
 }
