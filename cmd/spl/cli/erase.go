@@ -31,8 +31,11 @@ the reason; then their messages are deleted securely: the server overwrites
 their bytes on disk. Reads skip erased records; "thread tail --tombstones"
 shows them.
 
-Refused, changing nothing: an erasure record, an id that is no record, a
-record of another thread. An id that is already erased is a no-op.
+An ID is a whole id, or its end as the tables print it (at least 8
+characters) of a record the thread still holds. Refused, changing
+nothing: an erasure record, an id that is no record, a record of another
+thread, an end that several ids share (naming them). An id that is
+already erased is a no-op.
 Prints each erased id, then the id and clock of the erasure record.
 
 With --clock instead of ids, erase messages of the thread that are no
@@ -78,11 +81,11 @@ record that verifies is refused: erase that by its id.`,
 					return writeErase(cmd.OutOrStdout(), res)
 				})
 			}
-			ids, err := parseIDs(args)
-			if err != nil {
-				return fmt.Errorf("erase: %w", err)
-			}
 			return a.withClient(cmd, "erase", func(ctx context.Context, c *sdk.Client) error {
+				ids, err := resolveIDs(ctx, c, thread, args)
+				if err != nil {
+					return withOp("erase", err)
+				}
 				res, err := c.Erase(ctx, thread, actor, ids, reason)
 				if err != nil {
 					return withOp("erase", err)
@@ -111,11 +114,14 @@ func withOp(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-// parseIDs parses record ids given as arguments.
-func parseIDs(args []string) ([]records.ID, error) {
+// resolveIDs resolves record ids given as arguments, each a whole id or
+// the end of one as the tables print it, on thread ("": every thread)
+// (sdk.Client.RecordID: an end that several ids share is refused, naming
+// them).
+func resolveIDs(ctx context.Context, c *sdk.Client, thread string, args []string) ([]records.ID, error) {
 	ids := make([]records.ID, 0, len(args))
 	for _, s := range args {
-		id, err := records.ParseID(s)
+		id, err := c.RecordID(ctx, thread, s)
 		if err != nil {
 			return nil, err
 		}

@@ -416,3 +416,32 @@ func TestVerifyReport(t *testing.T) {
 	}
 	golden(t, "verify.golden", b.String())
 }
+
+// The commands that take a record's id take the end the tables print:
+// erase (on its thread), session pin and session diff without --thread
+// (looked for in the whole log).
+func TestShortIDs(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("SPL_ACTOR", seedActor)
+	a := saveJSON(t, home, "th_short", "a")
+	b := saveJSON(t, home, "th_short", "b")
+	c := saveJSON(t, home, "th_short", "c")
+	end := func(id string) string { return id[len(id)-12:] }
+
+	if out := mustSPL(t, home, "", "session", "pin", end(a.ID)).stdout; !strings.HasPrefix(out, "pinned: "+a.ID+"\n") {
+		t.Fatalf("session pin by the end of the id printed:\n%s", out)
+	}
+	if out := mustSPL(t, home, "", "session", "diff", end(a.ID), end(b.ID), "--json").stdout; !strings.Contains(out, a.ID) || !strings.Contains(out, b.ID) {
+		t.Fatalf("session diff by the ends of the ids printed:\n%s", out)
+	}
+	if out := mustSPL(t, home, "", "erase", end(c.ID), "--thread", "th_short", "--reason", "r").stdout; !strings.HasPrefix(out, "erased: "+c.ID+"\n") {
+		t.Fatalf("erase by the end of the id printed:\n%s", out)
+	}
+	r := spl(t, home, "", "erase", end(a.ID), "--thread", "th_other", "--reason", "r")
+	if r.code != ExitNotFound || !strings.Contains(r.stderr, `no record of thread "th_other" has an id ending`) {
+		t.Fatalf("erase by an end on another thread: exit %d %s", r.code, r.stderr)
+	}
+	if r := spl(t, home, "", "session", "pin", "bafir4"); r.code != ExitUsage {
+		t.Fatalf("pin of 6 characters: exit %d %s, want %d", r.code, r.stderr, ExitUsage)
+	}
+}

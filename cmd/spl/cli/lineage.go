@@ -240,11 +240,10 @@ given, for a fork and its source); without, full ids anywhere in the log
 				for i, th := range []string{thread, threadB} {
 					ref := args[i]
 					if th == "" {
-						id, err := records.ParseID(ref)
-						if err != nil {
-							return usagef("session diff: %s is no full id; give --thread to name checkpoints by name or end of id", ref)
+						var id records.ID
+						if id, err = c.RecordID(ctx, "", ref); err == nil {
+							sides[i], err = c.CheckpointByID(ctx, "", id)
 						}
-						sides[i], err = c.CheckpointByID(ctx, "", id)
 					} else {
 						sides[i], err = c.FindCheckpoint(ctx, th, ref)
 					}

@@ -332,20 +332,21 @@ func newSessionPinCommand(a *app) *cobra.Command {
 		Use:   "pin ID [--thread THREAD] [--reason TEXT] [flags]",
 		Short: "Pin a checkpoint so that retention keeps it",
 		Long: `Pin a checkpoint: retention keeps it whatever the policy. The pin is a
-record (kind core.pin) on the checkpoint's thread. Without --thread the
-checkpoint is looked for in the whole log. Pinning a pinned checkpoint
+record (kind core.pin) on the checkpoint's thread. ID is a whole id or
+its end as the tables print it. Without --thread the checkpoint is looked
+for in the whole log. Pinning a pinned checkpoint
 does nothing and says so. A pin does not stop "spl erase".`,
 		Args: cobra.ExactArgs(1),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
-			id, err := records.ParseID(args[0])
-			if err != nil {
-				return fmt.Errorf("session pin: %w", err)
-			}
 			actor, err := actorFlag(actor)
 			if err != nil {
 				return fmt.Errorf("session pin: %w", err)
 			}
 			return a.withClient(cmd, "session pin", func(ctx context.Context, c *sdk.Client) error {
+				id, err := c.RecordID(ctx, thread, args[0])
+				if err != nil {
+					return fmt.Errorf("session pin: %w", err)
+				}
 				p, err := c.Pin(ctx, thread, actor, id, reason)
 				if err != nil {
 					return fmt.Errorf("session pin: %w", err)
