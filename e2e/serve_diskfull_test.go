@@ -2,10 +2,15 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -183,4 +188,196 @@ func waitProjected(t *testing.T, a *appender, clock uint64) {
 		st, err := r.Status(ctx)
 		return err == nil && st.Lag == 0 && st.Clock >= clock
 	})
+}
+
+// TestServeDiskFilledByOther: spl serve on a 40 MiB tmpfs that another
+// program fills to its last byte while the server runs. An append then
+// fails at once, saying the disk is full, over HTTP and through the CLI;
+// reads and the lists work; and once the other program's file is
+// removed, appends are taken again within seconds, without a restart,
+// with every record acknowledged before still there.
+func TestServeDiskFilledByOther(t *testing.T) {
+	needFaults(t)
+	mnt := mountSmall(t, "40m")
+	dir := filepath.Join(mnt, "spl")
+	port := freePort(t)
+	srv := newNode(t, "serve", "--home", dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port))
+	srv.start()
+	srv.wait(30 * time.Second)
+	base := "http://" + srv.http
+
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(testToken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := newHome(t)
+	h.env = append(h.env, "SPL_TOKEN_FILE="+tokenFile)
+	server := natsURL(port)
+
+	// An answer that never comes fails the test, not the package.
+	hc := &http.Client{Transport: authHTTP.Transport, Timeout: 30 * time.Second}
+	acked := map[string]bool{} // ids of the records acknowledged
+	post := func(n int) (int, string, time.Duration) {
+		t.Helper()
+		began := time.Now()
+		body := fmt.Sprintf(`{"thread":"other","act":"DO","kind":"agent.step","actor":"did:sync:agent:fault","body":{"n":%d}}`, n)
+		resp, err := hc.Post(base+"/v1/records", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Logf("POST /v1/records: %v", err)
+			return 0, err.Error(), time.Since(began)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		took := time.Since(began)
+		if resp.StatusCode == http.StatusCreated {
+			var rec struct{ ID string }
+			if err := json.Unmarshal(b, &rec); err != nil || rec.ID == "" {
+				t.Fatalf("POST /v1/records: 201 %s", b)
+			}
+			acked[rec.ID] = true
+		}
+		return resp.StatusCode, string(b), took
+	}
+	for n := range 5 {
+		if code, body, _ := post(n); code != http.StatusCreated {
+			t.Fatalf("append %d on an empty disk: %d %s", n, code, body)
+		}
+	}
+	h.mustRun(t, nil, "--server", server, "session", "save", "--thread", "other-s",
+		"--summary", "saved before the disk filled up", "--learnings", "it fills", "--actor", "did:sync:agent:fault")
+
+	// Another program fills the disk to its last byte.
+	filler := fill(t, mnt)
+
+	// An append fails fast and says why. What still fits in the store's
+	// last pages may land first.
+	var code int
+	var body string
+	var took time.Duration
+	n := 5
+	for ; n < 100; n++ {
+		if code, body, took = post(n); code != http.StatusCreated {
+			break
+		}
+	}
+	t.Logf("on a disk filled by another program, after %d more appends: %d in %v: %s", n-5, code, took.Round(time.Millisecond), strings.TrimSpace(body))
+	if code == http.StatusCreated {
+		t.Fatal("95 appends acknowledged on a full disk")
+	}
+	if code != http.StatusInsufficientStorage || !strings.Contains(body, "disk full") {
+		t.Errorf("append on a full disk: %d %s; want 507 naming the full disk", code, body)
+	}
+	if took > 2*time.Second {
+		t.Errorf("append on a full disk took %v to fail", took)
+	}
+	// Again, now that the server knows.
+	if code, body, took = post(n); code != http.StatusInsufficientStorage || took > time.Second {
+		t.Errorf("second append on a full disk: %d in %v: %s; want 507 at once", code, took, body)
+	}
+	began := time.Now()
+	r := h.run(t, nil, "--server", server, "emit", "--thread", "other", "--act", "DO", "--kind", "agent.step",
+		"--body", `{"n":-1}`, "--actor", "did:sync:agent:fault")
+	t.Logf("spl emit on the full disk: exit %d in %v: %s", r.code, time.Since(began).Round(time.Millisecond), strings.TrimSpace(r.stderr))
+	if r.code != 3 || !strings.Contains(r.stderr, "disk full") {
+		t.Errorf("spl emit on a full disk: exit %d, stderr %q; want exit 3 naming the full disk", r.code, r.stderr)
+	}
+	if d := time.Since(began); d > 5*time.Second {
+		t.Errorf("spl emit on a full disk took %v to fail", d)
+	}
+
+	// Reads work at 0 bytes free.
+	if free, _, ok := diskFree(mnt); ok && free > 0 {
+		t.Logf("the disk has %d bytes free", free)
+	}
+	for _, path := range []string{"/v1/threads/other/records", "/v1/threads", "/v1/threads/other-s/checkpoint"} {
+		began := time.Now()
+		resp, err := hc.Get(base + path)
+		if err != nil {
+			t.Errorf("GET %s on a full disk: %v", path, err)
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s on a full disk: %d", path, resp.StatusCode)
+		}
+		if d := time.Since(began); d > 2*time.Second {
+			t.Errorf("GET %s on a full disk took %v", path, d)
+		}
+	}
+	for _, args := range [][]string{
+		{"thread", "list"},
+		{"session", "list"},
+		{"session", "show", "other-s"},
+		{"thread", "tail", "other"},
+	} {
+		began := time.Now()
+		r := h.run(t, nil, append([]string{"--server", server, "--timeout", "5s"}, args...)...)
+		if r.code != 0 {
+			t.Errorf("spl %s on a full disk: exit %d, stderr:\n%s", strings.Join(args, " "), r.code, r.stderr)
+		}
+		if d := time.Since(began); d > 5*time.Second {
+			t.Errorf("spl %s on a full disk took %v", strings.Join(args, " "), d)
+		}
+	}
+
+	// The other program's file removed: appends are taken again within
+	// seconds, the server not restarted.
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	freed := time.Now()
+	for {
+		n++
+		code, body, _ := post(n)
+		if code == http.StatusCreated {
+			break
+		}
+		if time.Since(freed) > 10*time.Second {
+			t.Fatalf("appends still refused 10s after space was freed, the server not restarted: %d %s\nserver stderr:\n%s", code, body, srv.stderr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	again := time.Since(freed)
+	t.Logf("appends taken again %v after space was freed", again.Round(time.Millisecond))
+	if again > 5*time.Second {
+		t.Errorf("appends taken again only %v after space was freed", again)
+	}
+
+	// Nothing acknowledged is lost, nothing is stored twice.
+	var q struct {
+		Records []struct {
+			ID   string          `json:"id"`
+			Body json.RawMessage `json:"body"`
+		} `json:"records"`
+	}
+	if code := getJSON(t, base+"/v1/threads/other/records?limit=1000", &q); code != http.StatusOK {
+		t.Fatalf("GET the thread: %d", code)
+	}
+	seen := map[string]int{}
+	bodies := map[string]int{}
+	for _, rec := range q.Records {
+		seen[rec.ID]++
+		bodies[string(rec.Body)]++
+		if bodies[string(rec.Body)] > 1 {
+			t.Errorf("record %s stored twice", rec.Body)
+		}
+	}
+	for id := range acked {
+		if seen[id] == 0 {
+			t.Errorf("acknowledged record %s is missing", id)
+		}
+	}
+	t.Logf("%d appends acknowledged, %d records in the thread, none lost", len(acked), len(q.Records))
+	if r := h.run(t, nil, "--server", server, "session", "show", "other-s"); !strings.Contains(r.stdout, "saved before the disk filled up") {
+		t.Errorf("session show after space was freed: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// diskFree is the space free on the file system that holds dir.
+func diskFree(dir string) (free, size int64, ok bool) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, 0, false
+	}
+	return int64(st.Bavail) * int64(st.Bsize), int64(st.Blocks) * int64(st.Bsize), true
 }

@@ -50,6 +50,11 @@ var (
 	// client's NATS credentials may not write there (log.ErrForbidden):
 	// nothing was appended.
 	ErrForbidden = splog.ErrForbidden
+	// ErrDiskFull reports an append refused because the disk that holds
+	// the log is full, its server's or the embedded one's
+	// (log.ErrDiskFull): nothing was appended, unless the error also
+	// wraps ErrInDoubt. Free space and append again.
+	ErrDiskFull = splog.ErrDiskFull
 	// ErrProjectionBusy reports that another process holds a projection's
 	// lease and did not hand it over (projections.ErrBusy).
 	ErrProjectionBusy = projections.ErrBusy

@@ -175,8 +175,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 // route and of each item of a batch: 400 for invalid input (naming field
 // and rule; no actor is a 400 on actor), 403 for a write that needs the
 // admin right, 404 not found, 409 for a conflict, a record that cannot be
-// erased or a session that cannot be resumed, 503 when storage is
-// unavailable, 500 for a stored record that does not verify.
+// erased or a session that cannot be resumed, 507 when the disk is full
+// (the write was not stored, unless the error says its outcome is
+// unknown), 503 when storage is unavailable, 500 for a stored record that
+// does not verify.
 func (s *Server) classify(r *http.Request, err error) (int, wire.Error) {
 	var fe *records.FieldError
 	var ce *ConfigError // a bad query parameter
@@ -223,6 +225,8 @@ func (s *Server) classify(r *http.Request, err error) (int, wire.Error) {
 		errors.Is(err, sdk.ErrSessionCompleted), errors.Is(err, sdk.ErrNotResumable), errors.Is(err, sdk.ErrNoResumePoint),
 		errors.Is(err, sdk.ErrRunFinished):
 		return http.StatusConflict, wire.Error{Error: err.Error()}
+	case errors.Is(err, sdk.ErrDiskFull):
+		return http.StatusInsufficientStorage, wire.Error{Error: err.Error(), Code: wire.ErrorDiskFull}
 	default:
 		// Timeouts, a closed log, a server without quorum, in-doubt
 		// appends: storage is unavailable for now (logged once a

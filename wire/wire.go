@@ -190,7 +190,7 @@ type Error struct {
 	RecordedTool string `json:"recorded_tool,omitempty"`
 }
 
-// Codes of Error, for runners (409).
+// Codes of Error: for runners (409), and a full disk (507).
 const (
 	// ErrorRunCancelled: someone cancelled the run; stop, and finish it
 	// with state "cancelled".
@@ -202,4 +202,7 @@ const (
 	ErrorEffectMismatch = "effect_mismatch"
 	// ErrorRunNotWaiting: a signal to a run not waiting for it.
 	ErrorRunNotWaiting = "run_not_waiting"
+	// ErrorDiskFull: the server's disk is full (507); free space there
+	// and send the write again.
+	ErrorDiskFull = "disk_full"
 )

@@ -23,15 +23,18 @@ const DiskReserve = 4 << 20
 const errInsufficientResources = 10023
 
 // CheckRoom refuses, with an error wrapping ErrDiskFull, a write of n
-// bytes to the embedded log that would leave less than DiskReserve free
-// on the disk of its data directory. With a URL it checks nothing: the
-// server answers for its own disk.
+// bytes to the log that would leave less than DiskReserve free on the
+// disk of its data directory: the embedded server's, or that of the
+// in-process server a URL reaches (Options.StoreDir, spl serve on one
+// node). With another URL it checks nothing: the server answers for its
+// own disk.
 func (c *Conn) CheckRoom(n int) error {
-	if c.emb == nil {
+	dir := c.StoreDir()
+	if dir == "" {
 		return nil
 	}
 	var st syscall.Statfs_t
-	if err := syscall.Statfs(c.dir, &st); err != nil {
+	if err := syscall.Statfs(dir, &st); err != nil {
 		return nil // cannot tell: let the server try
 	}
 	free := st.Bavail * uint64(st.Bsize)
@@ -39,7 +42,7 @@ func (c *Conn) CheckRoom(n int) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s has %s free; spl keeps %s free and needs %s more for this append: free disk space",
-		ErrDiskFull, c.dir, size(free), size(DiskReserve), size(uint64(n)))
+		ErrDiskFull, dir, size(free), size(DiskReserve), size(uint64(n)))
 }
 
 func size(n uint64) string {
