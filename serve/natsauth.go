@@ -86,15 +86,20 @@ type tokenAuth struct {
 	writer, reader     *server.Permissions
 }
 
-// Check implements server.Authentication.
+// Check implements server.Authentication. The users it registers have no
+// name: a client with a user name that the server's options do not list
+// is taken, at every reload of the options, for one whose user was
+// removed, and disconnected (clientHasMovedToDifferentAccount in
+// server/reload.go); each raise of the storage limit (storelimit.go)
+// then cut every client off for the 2 s its library waits to reconnect.
 func (a *tokenAuth) Check(c server.ClientAuthentication) bool {
 	switch rightOf(c.GetOpts().Token, a.admin, a.write, a.read) {
 	case rightAdmin:
-		c.RegisterUser(&server.User{Username: "spl-admin"})
+		c.RegisterUser(&server.User{})
 	case rightWrite:
-		c.RegisterUser(&server.User{Username: "spl-writer", Permissions: a.writer})
+		c.RegisterUser(&server.User{Permissions: a.writer})
 	case rightRead:
-		c.RegisterUser(&server.User{Username: "spl-reader", Permissions: a.reader})
+		c.RegisterUser(&server.User{Permissions: a.reader})
 	default:
 		return false
 	}

@@ -3,7 +3,10 @@ package serve
 import (
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+
+	"github.com/nats-io/nats.go"
 )
 
 // TestStoreLimitRaised: the storage limit that spl sets at start can be
@@ -28,8 +31,21 @@ func TestStoreLimitRaised(t *testing.T) {
 			if cur <= 0 || cur >= 1<<50 {
 				t.Fatalf("storage limit at start %d, want the disk's (set by spl, not left to nats-server)", cur)
 			}
+			// A client connected with the server's own credentials
+			// stays connected through the reload: a disconnected one
+			// waits 2 s before it connects again.
+			var dropped atomic.Int32
+			nc, err := nats.Connect("", append([]nats.Option{nats.InProcessServer(s.ns),
+				nats.DisconnectErrHandler(func(*nats.Conn, error) { dropped.Add(1) })}, s.own...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
 			if err := s.setStoreLimit(cur + 3<<20); err != nil {
 				t.Fatalf("raise the storage limit: %v", err)
+			}
+			if err := nc.Flush(); err != nil || dropped.Load() != 0 {
+				t.Fatalf("a client was disconnected by the reload (flush: %v, disconnects: %d)", err, dropped.Load())
 			}
 			if info, err = s.ns.Jsz(nil); err != nil {
 				t.Fatal(err)
