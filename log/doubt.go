@@ -103,6 +103,9 @@ func (w *writer) recall(ctx context.Context, rec *records.Record) (Entry, bool, 
 		}
 	}
 	if err != nil {
+		if errors.Is(err, ErrDiskFull) {
+			return Entry{}, false, fmt.Errorf("%w: still unresolved: %w", ErrInDoubt, err)
+		}
 		return Entry{}, false, fmt.Errorf("%w: still unresolved: %v", ErrInDoubt, err)
 	}
 	// Settled, for every record of the unit.
@@ -178,6 +181,16 @@ func (w *writer) inDoubt(batch []*Pending, runs map[string]*run, cause error, at
 				w.landed1(batch, first, w.fsync())
 				return
 			}
+			if errors.Is(err, ErrDiskFull) {
+				// Refused for want of room: this copy is not stored,
+				// and no copy will be while the disk is full. Whether
+				// the first may still land is not known: the append
+				// stays in doubt (a retry settles it first, recall),
+				// and the callers are told at once, both things.
+				w.keepDoubt(batch, runs)
+				w.fail(batch, fmt.Errorf("%w: %w", ErrInDoubt, err))
+				return
+			}
 			// Refused (the thread moved on, maybe with the first copy)
 			// or not answered: read again below.
 		} else if err == nil {
@@ -221,19 +234,26 @@ func (w *writer) inDoubt(batch []*Pending, runs map[string]*run, cause error, at
 			}
 		}
 		if !alive || w.l.isClosed() {
-			unit := slices.Clone(batch)
-			w.mu.Lock()
-			for _, p := range batch {
-				w.doubts[p.rec.Header.BD] = doubt{unit: unit}
-			}
-			w.mu.Unlock()
-			for t := range runs {
-				delete(w.heads, t)
-			}
+			w.keepDoubt(batch, runs)
 			w.fail(batch, fmt.Errorf("%w: %v", ErrInDoubt, cause))
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// keepDoubt remembers batch, not settled, as it was sent, so that a retry
+// of any of its records settles it first (recall); the heads of its
+// threads are read again before the next append to them.
+func (w *writer) keepDoubt(batch []*Pending, runs map[string]*run) {
+	unit := slices.Clone(batch)
+	w.mu.Lock()
+	for _, p := range batch {
+		w.doubts[p.rec.Header.BD] = doubt{unit: unit}
+	}
+	w.mu.Unlock()
+	for t := range runs {
+		delete(w.heads, t)
 	}
 }
 

@@ -625,6 +625,13 @@ func failedError(failed []error) *UnlandedError {
 	return &UnlandedError{Count: len(failed), First: failed[0]}
 }
 
+// AnswersLost tells the client that its server will never answer the
+// requests in flight: the server restarted its JetStream (spl serve does
+// when the disk filled up). They end at once, as when the connection
+// drops, and an append among them is settled by reading its thread
+// instead of after its timeout.
+func (c *Client) AnswersLost() { c.conn.AnswersLost() }
+
 // Close flushes within the close timeout and releases the log. Records that
 // did not land are reported in the error, an *UnlandedError; an error
 // closing the log is joined to it.

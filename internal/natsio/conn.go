@@ -176,14 +176,22 @@ func (c *Conn) Dir() string {
 func (c *Conn) watch() {
 	prev := c.NC.Opts.DisconnectedErrCB
 	c.NC.SetDisconnectErrHandler(func(nc *nats.Conn, err error) {
-		c.lostMu.Lock()
-		c.loseConn()
-		c.lost, c.loseConn = context.WithCancel(context.Background())
-		c.lostMu.Unlock()
+		c.AnswersLost()
 		if prev != nil {
 			prev(nc, err)
 		}
 	})
+}
+
+// AnswersLost ends every request in flight as a dropped connection does
+// (Lost, UntilLost): the server will never answer them, because it
+// restarted the part of it that owed the answers (spl serve restarts its
+// JetStream after the disk filled up). The connection itself stays up.
+func (c *Conn) AnswersLost() {
+	c.lostMu.Lock()
+	c.loseConn()
+	c.lost, c.loseConn = context.WithCancel(context.Background())
+	c.lostMu.Unlock()
 }
 
 // Lost returns a channel closed when the connection next drops.
