@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/spl-dev/spl/projections"
 	"github.com/spl-dev/spl/records"
 )
@@ -249,6 +252,26 @@ func TestServeDiskFilledByOther(t *testing.T) {
 	// Another program fills the disk to its last byte.
 	filler := fill(t, mnt)
 
+	// And a client with the admin right publishes to the stream directly,
+	// which no check of spl's stands before: nats-server itself meets
+	// the full disk. Unanswered, or refused.
+	admin, err := nats.Connect(server, nats.Token(readSecret(t, filepath.Join(dir, "admin-token"))))
+	if err != nil {
+		t.Fatalf("admin connect: %v", err)
+	}
+	defer admin.Close()
+	js, err := jetstream.New(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		began := time.Now()
+		_, err := js.Publish(ctx, "spl.rec.other-raw.agent.step", make([]byte, 64<<10))
+		t.Logf("a direct publish on the full disk: %v in %v", err, time.Since(began).Round(time.Millisecond))
+	}()
+
 	// An append fails fast and says why. What still fits in the store's
 	// last pages may land first.
 	var code int
@@ -326,6 +349,7 @@ func TestServeDiskFilledByOther(t *testing.T) {
 		t.Fatal(err)
 	}
 	freed := time.Now()
+	t.Logf("space freed at %s", freed.UTC().Format("15:04:05.000"))
 	for {
 		n++
 		code, body, _ := post(n)
@@ -368,6 +392,11 @@ func TestServeDiskFilledByOther(t *testing.T) {
 		}
 	}
 	t.Logf("%d appends acknowledged, %d records in the thread, none lost", len(acked), len(q.Records))
+	for _, line := range strings.Split(srv.stderr.String(), "\n") {
+		if strings.Contains(line, "JetStream") || strings.Contains(line, "storage limit") {
+			t.Logf("server: %s", line)
+		}
+	}
 	if r := h.run(t, nil, "--server", server, "session", "show", "other-s"); !strings.Contains(r.stdout, "saved before the disk filled up") {
 		t.Errorf("session show after space was freed: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

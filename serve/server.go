@@ -65,6 +65,7 @@ type Server struct {
 	own   []nats.Option // options of the in-process connection
 	ns    *server.Server
 	mcp   mcpFaces  // the MCP servers of /mcp (mcp.go)
+	disk  diskWatch // the disk under the store (storelimit.go, diskfull.go)
 	idle  idleWatch // Config.IdleExit (idle.go)
 	dir   *natsio.DirLock
 	// dirToken: the NATS listener requires the data directory's token
@@ -116,6 +117,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, logger: logger, nopts: nopts, own: own, ready: make(chan struct{}), logins: newLoginStore()}
 	s.idle.idle = make(chan struct{})
+	s.disk.kick = make(chan struct{}, 1)
 	s.reg = prometheus.NewRegistry()
 	s.m = newMetrics(s.reg, s)
 	return s, nil
@@ -158,8 +160,8 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.cfg.ClusterName != "" {
 		natsio.FastElections() // failover in seconds (faults.md, row 5)
 	}
-	followDisk := initStoreLimit(s.nopts, s.cfg.Dir) // see storelimit.go
-	ns, err := natsio.StartServer(s.nopts, natsLogger{s.logger.With("component", "nats")})
+	s.disk.follow = initStoreLimit(s.nopts, s.cfg.Dir) // see storelimit.go
+	ns, err := natsio.StartServer(s.nopts, natsLogger{s.logger.With("component", "nats"), s.diskFull})
 	if err != nil {
 		s.dir.Release()
 		return fmt.Errorf("spl/serve: nats server: %w", err)
@@ -179,10 +181,15 @@ func (s *Server) Start(ctx context.Context) error {
 		s.stopNATS()
 		return fmt.Errorf("spl/serve: %w", err)
 	}
-	if followDisk {
+	// One node restarts its JetStream when the disk filled up under it
+	// (diskfull.go); a cluster's nodes leave that to nats-server.
+	s.disk.restart = s.cfg.ClusterName == "" && !ns.JetStreamIsClustered()
+	if s.disk.follow {
 		s.raiseStoreLimit() // at once, from the server's own count of used bytes
+	}
+	if s.disk.follow || s.disk.restart {
 		s.bgWG.Add(1)
-		go s.followDisk()
+		go s.watchDisk()
 	}
 	if !s.cfg.NoHTTP {
 		ln, err := net.Listen("tcp", s.cfg.HTTP)
@@ -399,12 +406,24 @@ func (s *Server) stopNATS() {
 	s.dir.Release()
 }
 
-// natsLogger writes nats-server's log through slog.
-type natsLogger struct{ l *slog.Logger }
+// natsLogger writes nats-server's log through slog, and hands each error
+// to errored (nil: none).
+type natsLogger struct {
+	l       *slog.Logger
+	errored func(msg string)
+}
 
 func (n natsLogger) Noticef(format string, v ...any) { n.l.Info(fmt.Sprintf(format, v...)) }
 func (n natsLogger) Warnf(format string, v ...any)   { n.l.Warn(fmt.Sprintf(format, v...)) }
 func (n natsLogger) Fatalf(format string, v ...any)  { n.l.Error(fmt.Sprintf(format, v...)) }
-func (n natsLogger) Errorf(format string, v ...any)  { n.l.Error(fmt.Sprintf(format, v...)) }
-func (n natsLogger) Debugf(format string, v ...any)  { n.l.Debug(fmt.Sprintf(format, v...)) }
-func (n natsLogger) Tracef(format string, v ...any)  { n.l.Debug(fmt.Sprintf(format, v...)) }
+
+func (n natsLogger) Errorf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	n.l.Error(msg)
+	if n.errored != nil {
+		n.errored(msg)
+	}
+}
+
+func (n natsLogger) Debugf(format string, v ...any) { n.l.Debug(fmt.Sprintf(format, v...)) }
+func (n natsLogger) Tracef(format string, v ...any) { n.l.Debug(fmt.Sprintf(format, v...)) }

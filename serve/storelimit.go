@@ -51,7 +51,7 @@ const storeLimitSlack = 1 << 20
 // into it meets ENOSPC, after which nats-server takes no more writes to
 // the stream until it restarts. A limit below what the store holds only
 // refuses writes cleanly, and the server raises it at once from its own
-// count of used bytes (raiseStoreLimit, before followDisk).
+// count of used bytes (raiseStoreLimit, before watchDisk).
 func initStoreLimit(o *server.Options, dir string) bool {
 	if o.JetStreamMaxStore != 0 {
 		return false // configured (or -1 asked for explicitly: nats-server's own)
@@ -85,10 +85,6 @@ func diskSpace(dir string) (free, size int64, ok bool) {
 	return int64(st.Bavail) * int64(st.Bsize), int64(st.Blocks) * int64(st.Bsize), true
 }
 
-// followDisk raises the server's storage limit as the disk allows, every
-// storeLimitEvery until the server shuts down.
-func (s *Server) followDisk() { s.every(storeLimitEvery, s.raiseStoreLimit) }
-
 // raiseStoreLimit raises the server's storage limit to what the disk
 // allows now, when the store has used three quarters of its limit and the
 // disk allows storeLimitSlack more or better.
@@ -97,6 +93,7 @@ func (s *Server) raiseStoreLimit() {
 	if err != nil || info.Disabled {
 		return
 	}
+	s.disk.stored = int64(info.Store)
 	cur := info.Config.MaxStore
 	if int64(info.Store) < cur/4*3 {
 		// Far from the limit: nothing to raise yet. A raise reloads the
