@@ -373,6 +373,7 @@ func newRootCommand(a *app) *cobra.Command {
 		newRecordCommand(a), newEraseCommand(a), newVerifyCommand(a), newRetentionCommand(a),
 		newProjectionsCommand(a), newServeCommand(a), newActorCommand(a))
 	root.AddCommand(newRunCommand(a), newMCPCommand(a), newPromptCommand(), newVersionCommand(), newManCommand())
+	root.AddCommand(newExportCommand(a), newImportCommand(a))
 	root.SetVersionTemplate("{{.Version}}")
 	return root
 }
