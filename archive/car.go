@@ -291,6 +291,9 @@ func NewCARReader(r io.Reader) (*CARReader, error) {
 		}
 		return nil, bad("not a CARv1 header (a dag-cbor map of roots and version): %v", err)
 	}
+	if h.Version == 2 {
+		return nil, bad("a CARv2 file; only CARv1 is read (car inspect/convert makes one)")
+	}
 	if h.Version != 1 {
 		return nil, bad("CAR version %d; only version 1 is read", h.Version)
 	}
