@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/spl-dev/spl/internal/natsio"
+	"github.com/spl-dev/spl/records"
 )
 
 // Headers of the JetStream publish protocol that the writer sets on a
@@ -58,12 +59,7 @@ func (w *writer) send(batch []*Pending) (uint64, error) {
 // the first record of a thread, the thread's expected last clock.
 func (w *writer) message(p *Pending) *nats.Msg {
 	t := p.rec.Header.Thread
-	msg := nats.NewMsg(RecordSubject(t, p.rec.Header.Kind))
-	msg.Data = p.data
-	msg.Header.Set(HeaderID, p.id.String())
-	if p.rec.Sig != nil {
-		msg.Header.Set(HeaderSig, p.rec.Sig.String())
-	}
+	msg := recordMessage(p.rec, p.id, p.data)
 	if p.first {
 		msg.Header.Set(hdrExpectSubjSeq, strconv.FormatUint(p.expect, 10))
 		msg.Header.Set(hdrExpectSubjName, ThreadSubject(t))
@@ -76,6 +72,19 @@ func (w *writer) message(p *Pending) *nats.Msg {
 	}
 	if p.back != "" {
 		msg.Header.Set(HeaderBack, p.back)
+	}
+	return msg
+}
+
+// recordMessage is the message that stores rec, sealed, as data (its
+// envelope) under id: its subject, the id and the signature beside it.
+// The writer adds where the records before it are and what it expects.
+func recordMessage(rec *records.Record, id records.ID, data []byte) *nats.Msg {
+	msg := nats.NewMsg(RecordSubject(rec.Header.Thread, rec.Header.Kind))
+	msg.Data = data
+	msg.Header.Set(HeaderID, id.String())
+	if rec.Sig != nil {
+		msg.Header.Set(HeaderSig, rec.Sig.String())
 	}
 	return msg
 }

@@ -4,13 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/spl-dev/spl/archive"
-	"github.com/spl-dev/spl/internal/natsio"
-	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 )
 
@@ -192,27 +187,12 @@ func (c *Client) importThread(ctx context.Context, p importPlan) (int, error) {
 			prevClock = 0
 			continue
 		}
-		data, err := r.Record().Marshal()
+		e, err := c.log.AppendChained(ctx, r.Record(), after, prevClock)
 		if err != nil {
-			return n, fmt.Errorf("thread %q, record %d: %w", p.t.Name, i, err)
+			return n, fmt.Errorf("thread %q, record %d (%s): %d of its records appended, then: %w (another append to the thread meanwhile? import again to append the rest)",
+				p.t.Name, i, r.ID, n, err)
 		}
-		msg := nats.NewMsg(splog.RecordSubject(p.t.Name, r.Header.Kind))
-		msg.Data = data
-		msg.Header.Set(splog.HeaderID, r.ID.String())
-		if r.Sig != nil {
-			msg.Header.Set(splog.HeaderSig, r.Sig.String())
-		}
-		if prevClock > 0 {
-			msg.Header.Set(splog.HeaderPrevClock, strconv.FormatUint(prevClock, 10))
-		}
-		msg.Header.Set("Nats-Expected-Last-Subject-Sequence", strconv.FormatUint(after, 10))
-		msg.Header.Set("Nats-Expected-Last-Subject-Sequence-Subject", splog.ThreadSubject(p.t.Name))
-		ack, err := c.conn.JS.PublishMsg(ctx, msg)
-		if err != nil {
-			return n, fmt.Errorf("thread %q, record %d (%s): %d of its records appended, then: %w (another append to the thread meanwhile? import again to append the rest): %w",
-				p.t.Name, i, r.ID, n, err, ErrConflict)
-		}
-		after, prevClock = ack.Sequence, ack.Sequence
+		after, prevClock = e.Clock, e.Clock
 		n++
 	}
 	return n, nil
@@ -222,12 +202,8 @@ func (c *Client) importThread(ctx context.Context, p importPlan) (int, error) {
 // does for its own appends: the embedded log's server leaves the fsync
 // to its client. Then the high-water mark is raised over them.
 func (c *Client) syncImported(ctx context.Context) error {
-	if c.log.SelfSync() {
-		s := natsio.NewBlockSyncer(c.conn.StoreDir(), c.log.StreamName())
-		defer s.Close()
-		if err := s.Sync(); err != nil {
-			return err
-		}
+	if err := c.log.SyncStore(); err != nil {
+		return err
 	}
 	return c.log.MarkNow(ctx)
 }
