@@ -72,6 +72,18 @@ func (l *Log) Erase(ctx context.Context, thread string, ids []records.ID, reason
 		}
 		return res, nil
 	}
+	r, err := l.eraseNew(ctx, thread, actor, reason, targets, o, res)
+	if l.door != nil {
+		r.Already = append(already, r.Already...)
+	}
+	return r, err
+}
+
+// eraseNew builds and seals the erasure record of targets on thread, and
+// appends it and deletes them: through the door for a door log (the
+// server plans the targets again and erases exactly these, or nothing:
+// EraseRecord), else here (res so far).
+func (l *Log) eraseNew(ctx context.Context, thread, actor, reason string, targets []records.ErasureTarget, o eraseOptions, res EraseResult) (EraseResult, error) {
 	rec, err := records.New(records.ActForget, records.KindErasure, thread, actor, l.now(), &records.Erasure{Targets: targets, Reason: reason})
 	if err != nil {
 		return EraseResult{}, err
@@ -82,9 +94,7 @@ func (l *Log) Erase(ctx context.Context, thread string, ids []records.ID, reason
 		}
 	}
 	if l.door != nil {
-		r, err := l.door.erase(ctx, rec, o)
-		r.Already = append(already, r.Already...)
-		return r, err
+		return l.door.erase(ctx, rec, o)
 	}
 	return l.appendErasure(ctx, rec, targets, o, res)
 }

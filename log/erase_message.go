@@ -38,22 +38,7 @@ func (l *Log) EraseMessages(ctx context.Context, thread string, clocks []uint64,
 	if len(targets) == 0 {
 		return res, nil
 	}
-	rec, err := records.New(records.ActForget, records.KindErasure, thread, actor, l.now(), &records.Erasure{Targets: targets, Reason: reason})
-	if err != nil {
-		return EraseResult{}, err
-	}
-	if o.seal != nil {
-		if rec, err = o.seal(rec); err != nil {
-			return EraseResult{}, err
-		}
-	}
-	if l.door != nil {
-		// The server erases exactly the targets planned here, or nothing
-		// (EraseRecord).
-		res, err = l.door.erase(ctx, rec, o)
-	} else {
-		res, err = l.appendErasure(ctx, rec, targets, o, res)
-	}
+	res, err = l.eraseNew(ctx, thread, actor, reason, targets, o, res)
 	res.AlreadyClocks = already
 	if err == nil {
 		res.ErasedClocks = messageClocks(targets)

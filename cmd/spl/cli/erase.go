@@ -65,28 +65,23 @@ record that verifies is refused: erase that by its id.`,
 			if err != nil {
 				return fmt.Errorf("erase: %w", err)
 			}
-			if len(clocks) > 0 {
-				cs := make([]uint64, len(clocks))
-				for i, c := range clocks {
-					cs[i] = uint64(c)
-				}
-				return a.withClient(cmd, "erase", func(ctx context.Context, c *sdk.Client) error {
-					res, err := c.EraseMessages(ctx, thread, actor, cs, reason)
-					if err != nil {
-						return withOp("erase", err)
-					}
-					if a.json {
-						return writeJSON(cmd.OutOrStdout(), newEraseJSON(thread, res))
-					}
-					return writeErase(cmd.OutOrStdout(), res)
-				})
-			}
 			return a.withClient(cmd, "erase", func(ctx context.Context, c *sdk.Client) error {
-				ids, err := resolveIDs(ctx, c, thread, args)
-				if err != nil {
-					return withOp("erase", err)
+				var (
+					res sdk.EraseResult
+					err error
+				)
+				if len(clocks) > 0 {
+					cs := make([]uint64, len(clocks))
+					for i, c := range clocks {
+						cs[i] = uint64(c)
+					}
+					res, err = c.EraseMessages(ctx, thread, actor, cs, reason)
+				} else {
+					var ids []records.ID
+					if ids, err = resolveIDs(ctx, c, thread, args); err == nil {
+						res, err = c.Erase(ctx, thread, actor, ids, reason)
+					}
 				}
-				res, err := c.Erase(ctx, thread, actor, ids, reason)
 				if err != nil {
 					return withOp("erase", err)
 				}
