@@ -1,6 +1,7 @@
 package log
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -493,6 +494,59 @@ func (l *Log) Latest(ctx context.Context, thread, kind string) (Entry, error) {
 		return Entry{}, err
 	}
 	return m.decode()
+}
+
+// LatestValid returns the newest record of kind on thread that verifies,
+// passing over the messages there that do not (a message that is no
+// record never hides the ones before it): their clocks are in skipped,
+// newest first. ErrNotFound when there is none, or none verifies.
+func (l *Log) LatestValid(ctx context.Context, thread, kind string) (e Entry, skipped []uint64, err error) {
+	e, err = l.Latest(ctx, thread, kind)
+	var ce *CorruptError
+	if !errors.As(err, &ce) {
+		return e, nil, err
+	}
+	for n := 8; ; n *= 4 {
+		es, err := l.Tail(ctx, thread, n, Kind(kind))
+		bad, err := corruptClocks(err)
+		if err != nil {
+			return Entry{}, nil, err
+		}
+		if len(es) > 0 {
+			last := es[len(es)-1]
+			for _, b := range bad {
+				if b > last.Clock {
+					skipped = append(skipped, b)
+				}
+			}
+			slices.SortFunc(skipped, func(a, b uint64) int { return cmp.Compare(b, a) })
+			return last, skipped, nil
+		}
+		if len(bad) < n {
+			return Entry{}, nil, fmt.Errorf("latest %s of %s: none of %d verifies: %w", kind, thread, len(bad), ErrNotFound)
+		}
+	}
+}
+
+// corruptClocks returns the clocks of the *CorruptErrors err joins (as
+// Tail reports them), or the first error that is none.
+func corruptClocks(err error) ([]uint64, error) {
+	if err == nil {
+		return nil, nil
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	var clocks []uint64
+	for _, e := range errs {
+		var ce *CorruptError
+		if !errors.As(e, &ce) {
+			return nil, e
+		}
+		clocks = append(clocks, ce.Clock)
+	}
+	return clocks, nil
 }
 
 // Head returns the newest record of thread, of any kind.

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/spl-dev/spl/records"
 )
 
@@ -202,5 +204,37 @@ func TestIDsEnding(t *testing.T) {
 	}
 	if got, err := l.IDsEnding(ctx, "th_end_0", last[len(last)-12:], 5); err != nil || len(got) != 0 {
 		t.Fatalf("IDsEnding on the other thread = %v, %v; want none", got, err)
+	}
+}
+
+// LatestValid passes over the messages of a kind that are no records,
+// naming them newest first, and finds none when nothing of the kind
+// verifies.
+func TestLatestValid(t *testing.T) {
+	l := openTest(t, "")
+	ctx := ctxT(t)
+	garbage := func(thread string) uint64 {
+		t.Helper()
+		ack, err := l.c.JS.PublishMsg(ctx, &nats.Msg{Subject: RecordSubject(thread, "agent.step"), Data: []byte("no record")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ack.Sequence
+	}
+	good, err := l.Append(ctx, newRec(t, "th_v", "agent.step", map[string]any{"i": 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g1, g2 := garbage("th_v"), garbage("th_v")
+	e, skipped, err := l.LatestValid(ctx, "th_v", "agent.step")
+	if err != nil || e.ID != good.ID || fmt.Sprint(skipped) != fmt.Sprint([]uint64{g2, g1}) {
+		t.Fatalf("LatestValid = %v, skipped %v, %v; want %v skipping [%d %d]", e.ID, skipped, err, good.ID, g2, g1)
+	}
+	garbage("th_bad")
+	if _, _, err := l.LatestValid(ctx, "th_bad", "agent.step"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("LatestValid of garbage alone: %v, want ErrNotFound", err)
+	}
+	if _, _, err := l.LatestValid(ctx, "th_none", "agent.step"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("LatestValid of nothing: %v, want ErrNotFound", err)
 	}
 }

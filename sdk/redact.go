@@ -84,7 +84,9 @@ func (c *Client) RedactionFor(ctx context.Context, thread string) ([]RedactionPo
 		homes = append(homes, thread)
 	}
 	for _, home := range homes {
-		e, err := c.log.Latest(ctx, home, records.KindRedaction)
+		// A message there that is no record is no policy: the policy in
+		// force is the newest record that verifies.
+		e, _, err := c.log.LatestValid(ctx, home, records.KindRedaction)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}

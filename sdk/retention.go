@@ -194,7 +194,7 @@ func (c *Client) RetentionFor(ctx context.Context, thread string) (RetentionPoli
 // whose scope is not want (a thread policy on RetentionThread, a policy of
 // all threads elsewhere) is no policy: ErrNotFound.
 func (c *Client) storedPolicy(ctx context.Context, thread, want string) (RetentionPolicy, error) {
-	e, err := c.log.Latest(ctx, thread, records.KindRetention)
+	e, _, err := c.log.LatestValid(ctx, thread, records.KindRetention) // a message that is no record is no policy
 	if err != nil {
 		return RetentionPolicy{}, fmt.Errorf("retention policy of %q: %w", thread, err)
 	}

@@ -392,7 +392,7 @@ func (c *Client) PauseSession(ctx context.Context, thread, actor string, o Pause
 func (c *Client) statusNow(ctx context.Context, thread string) (string, error) {
 	var best splog.Entry
 	for _, kind := range records.SessionEventKinds {
-		e, err := c.log.Latest(ctx, thread, kind)
+		e, _, err := c.log.LatestValid(ctx, thread, kind) // a message that is no record sets no status
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
@@ -423,6 +423,9 @@ func (c *Client) statusNow(ctx context.Context, thread string) (string, error) {
 func (c *Client) bodies(ctx context.Context, thread, kind string) ([]map[string]any, error) {
 	var out []map[string]any
 	for e, err := range c.log.Read(ctx, thread, splog.Kind(kind)) {
+		if errors.Is(err, records.ErrCorrupt) {
+			continue // no record: no event (verify names it)
+		}
 		if err != nil {
 			return nil, err
 		}
