@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
@@ -139,4 +144,90 @@ func TestDiskFull(t *testing.T) {
 	if got := decode[[]record](t, h.mustRun(t, nil, "thread", "tail", "th_full", "--json").stdout); len(got) != 3 {
 		t.Fatalf("%d records after freeing space, want 3", len(got))
 	}
+}
+
+// TestDiskFilledByOtherEmbedded: the embedded log's own check keeps its
+// appends off a full disk, but a write it does not make (here a direct
+// publish with the data directory's token, as any program of the
+// directory's user may make) can still meet ENOSPC in the server, which
+// then takes no more writes to the stream. The process serving the
+// directory (a long-lived follower) restarts its JetStream: appends fail
+// at once naming the disk while it is full, and are taken again within
+// seconds once space is freed, without a restart of that process.
+func TestDiskFilledByOtherEmbedded(t *testing.T) {
+	needFaults(t)
+	mnt := mountSmall(t, "40m")
+	h := newHome(t)
+	h.dir = filepath.Join(mnt, "spl")
+	for i, kv := range h.env {
+		if strings.HasPrefix(kv, "SPL_HOME=") {
+			h.env[i] = "SPL_HOME=" + h.dir
+		}
+	}
+	emit := func(n int) []string {
+		return []string{"emit", "--thread", "th_other", "--act", "DO", "--kind", "agent.step", "--body", fmt.Sprintf(`{"n":%d}`, n), "--actor", seedActor, "--timeout", "10s"}
+	}
+	h.mustRun(t, nil, emit(1)...)
+	// The owner: a follower that serves the directory for the whole test.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	owner, _, _ := h.cmd(ctx, nil, "thread", "tail", "th_other", "--follow")
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = owner.Wait() }()
+	var info struct {
+		URL string `json:"url"`
+		PID int    `json:"pid"`
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(filepath.Join(h.dir, "server.json"))
+		if err == nil && json.Unmarshal(b, &info) == nil && info.PID == owner.Process.Pid {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the follower does not serve the directory: server.json %s, %v", b, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	filler := fill(t, mnt)
+	nc, err := nats.Connect(info.URL, nats.Token(readSecret(t, filepath.Join(h.dir, "token"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, pcancel := context.WithTimeout(context.Background(), 3*time.Second)
+	_, err = js.Publish(pctx, "spl.rec.th_other.agent.step", make([]byte, 256<<10))
+	pcancel()
+	t.Logf("a direct publish on the full disk: %v", err)
+
+	start := time.Now()
+	r := h.run(t, nil, emit(2)...)
+	if r.code != 3 || !strings.Contains(r.stderr, "disk full") || time.Since(start) > 5*time.Second {
+		t.Errorf("emit on the full disk: exit %d after %v, stderr %q; want exit 3 at once, naming the full disk", r.code, time.Since(start), r.stderr)
+	}
+	if r := h.run(t, nil, "thread", "tail", "th_other"); r.code != 0 {
+		t.Errorf("thread tail on the full disk: exit %d: %s", r.code, r.stderr)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	freed := time.Now()
+	for n := 3; ; n++ {
+		r := h.run(t, nil, emit(n)...)
+		if r.code == 0 {
+			t.Logf("appends taken again %v after space was freed", time.Since(freed).Round(time.Millisecond))
+			break
+		}
+		if time.Since(freed) > 20*time.Second {
+			t.Fatalf("appends still refused 20 s after space was freed: exit %d: %s", r.code, r.stderr)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	h.mustRun(t, nil, "verify", "th_other")
 }

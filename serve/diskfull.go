@@ -1,10 +1,9 @@
 package serve
 
 import (
-	"strings"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
+	"github.com/spl-dev/spl/internal/natsio"
 )
 
 // When the store meets a full disk all the same.
@@ -28,7 +27,7 @@ import (
 // store holds and what the disk has free now):
 //
 //   - at once when nats-server logs a write error for want of space
-//     (natsLogger, outOfSpace),
+//     (natsLogger, natsio.OutOfSpace),
 //   - at the next look at the disk (watchDisk, every storeLimitEvery)
 //     when JetStream is not running, or when the disk has less space free
 //     than the limit still promises and less than the reserve: another
@@ -44,9 +43,8 @@ import (
 // A cluster's node is left to nats-server: there a replica with a write
 // error steps down and another leads.
 
-// restartGap is the least time between two restarts of JetStream: the
-// shutdown of a store on a full disk may log the errors that ask for one.
-const restartGap = storeLimitEvery
+// restartGap is the least time between two restarts of JetStream.
+const restartGap = natsio.RestartGap
 
 // diskWatch is the state of watchDisk: its goroutine's alone, but for
 // kick.
@@ -59,20 +57,11 @@ type diskWatch struct {
 	stored  int64         // what the store held at the last look, by nats-server's count
 }
 
-// outOfSpace reports whether a message nats-server logged says that it
-// met a full disk: a store or a stream keeps the write error and takes no
-// more writes, or JetStream shuts down.
-func outOfSpace(msg string) bool {
-	m := strings.ToLower(msg)
-	return strings.Contains(m, "no space left on device") && strings.Contains(m, "critical write error") ||
-		strings.Contains(m, "will be disabled") && strings.Contains(m, "out of")
-}
-
 // diskFull is called for each error nats-server logs: one that says it
 // met a full disk wakes watchDisk. It never blocks (nats-server may hold
 // a lock of its own while it logs).
 func (s *Server) diskFull(msg string) {
-	if !outOfSpace(msg) {
+	if !natsio.OutOfSpace(msg) {
 		return
 	}
 	select {
@@ -184,7 +173,7 @@ func (s *Server) restartJetStream(why string) {
 	}
 	var err error
 	if !s.ns.JetStreamEnabled() {
-		err = s.ns.EnableJetStream(jetStreamConfig(o))
+		err = s.ns.EnableJetStream(natsio.JetStreamConfigOf(o))
 	}
 	s.disk.last, s.disk.pending = time.Now(), false
 	// What the shutdown of a store on the full disk logged asks for no
@@ -201,20 +190,4 @@ func (s *Server) restartJetStream(why string) {
 		c.AnswersLost()
 	}
 	s.logger.Warn("JetStream restarted: appends are refused until space is freed, reads go on", "limit", o.JetStreamMaxStore)
-}
-
-// jetStreamConfig is the JetStream config nats-server starts with from o
-// (Server.Start in server/server.go), for EnableJetStream.
-func jetStreamConfig(o *server.Options) *server.JetStreamConfig {
-	return &server.JetStreamConfig{
-		StoreDir:     o.StoreDir,
-		SyncInterval: o.SyncInterval,
-		SyncAlways:   o.SyncAlways,
-		Strict:       !o.NoJetStreamStrict,
-		MaxMemory:    o.JetStreamMaxMemory,
-		MaxStore:     o.JetStreamMaxStore,
-		Domain:       o.JetStreamDomain,
-		CompressOK:   true,
-		UniqueTag:    o.JetStreamUniqueTag,
-	}
 }

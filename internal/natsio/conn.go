@@ -91,6 +91,9 @@ func Dial(ctx context.Context, opts Options) (*Conn, error) {
 			return nil, err
 		}
 	}
+	if c.emb != nil {
+		c.emb.onRestart(c.AnswersLost) // when this process serves: see outofspace.go
+	}
 	c.watch()
 	c.watchDenied()
 	if c.JS, err = jetstream.New(c.NC); err == nil {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -46,7 +47,27 @@ type embedded struct {
 	mu     sync.Mutex
 	lock   *DirLock       // held while this process serves
 	srv    *server.Server // running server, when this process serves
+	space  *spaceWatch    // restarts srv's JetStream after it met a full disk (outofspace.go)
 	closed bool
+
+	lostMu sync.Mutex
+	lost   []func() // called when srv's JetStream restarted: the answers it owed are gone
+}
+
+// onRestart adds f to what a restart of the served JetStream calls.
+func (e *embedded) onRestart(f func()) {
+	e.lostMu.Lock()
+	e.lost = append(e.lost, f)
+	e.lostMu.Unlock()
+}
+
+func (e *embedded) restarted() {
+	e.lostMu.Lock()
+	lost := slices.Clone(e.lost)
+	e.lostMu.Unlock()
+	for _, f := range lost {
+		f()
+	}
 }
 
 func newEmbedded(dir string, linger time.Duration) (*embedded, error) {
@@ -301,6 +322,7 @@ func (e *embedded) ensureServing() (string, error) {
 	}
 	addr := srv.Addr().String()
 	if err := lock.Publish(addr); err != nil && !errors.Is(err, syscall.ENOSPC) {
+		e.space.stop()
 		srv.Shutdown()
 		srv.WaitForShutdown()
 		lock.Release()
@@ -351,10 +373,13 @@ func (e *embedded) start() (*server.Server, error) {
 	if err := scrub(e.dir); err != nil {
 		return nil, fmt.Errorf("embedded server: %w", err)
 	}
-	srv, err := StartServer(opts, nil)
+	w := newSpaceWatch(e.restarted)
+	srv, err := StartServer(opts, spaceLogger{full: w.full})
 	if err != nil {
 		return nil, fmt.Errorf("embedded server: %w", err)
 	}
+	e.space = w
+	go w.run(srv, opts)
 	return srv, nil
 }
 
@@ -457,6 +482,7 @@ func (e *embedded) close() {
 	for e.srv.NumClients() > 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
+	e.space.stop()
 	e.srv.Shutdown()
 	e.srv.WaitForShutdown()
 	e.lock.Release()
