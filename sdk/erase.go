@@ -236,25 +236,45 @@ func (c *Client) Tombstones(ctx context.Context, thread string) ([]Tombstone, er
 			errs = append(errs, err)
 			continue
 		}
-		er, err := records.DecodeErasure(e.Record.Body)
+		ts, err := TombstonesOf(Record{ID: e.ID, Clock: e.Clock, Record: e.Record})
 		if err != nil {
-			errs = append(errs, fmt.Errorf("erasure at clock %d: %w", e.Clock, err))
+			errs = append(errs, err)
 			continue
 		}
-		for _, t := range er.Targets {
-			if t.Message() || seen[t.ID] {
-				continue // a message that was no record has nothing to show
+		for _, t := range ts {
+			if !seen[t.ID] { // the first erasure that names a record erased it
+				seen[t.ID] = true
+				out = append(out, t)
 			}
-			seen[t.ID] = true
-			out = append(out, Tombstone{
-				ID: t.ID, Clock: t.Clock, Header: t.Header,
-				ErasedBy: receipt(e), Actor: e.Record.Header.Actor, Time: e.Record.Time(),
-				Reason: er.Reason,
-			})
 		}
 	}
 	slices.SortStableFunc(out, func(a, b Tombstone) int { return cmp.Compare(a.Clock, b.Clock) })
 	return out, errors.Join(errs...)
+}
+
+// TombstonesOf returns the tombstones erasure record r leaves: one for
+// each record it names, in its order (a target that names a message that
+// is no record leaves none: it has nothing to show). A record of another
+// kind leaves none; an erasure whose body does not decode is an error.
+func TombstonesOf(r Record) ([]Tombstone, error) {
+	if r.Header.Kind != records.KindErasure {
+		return nil, nil
+	}
+	er, err := records.DecodeErasure(r.Body)
+	if err != nil {
+		return nil, fmt.Errorf("erasure %s at clock %d: %w", r.ID, r.Clock, err)
+	}
+	var out []Tombstone
+	for _, t := range er.Targets {
+		if !t.Message() {
+			out = append(out, Tombstone{
+				ID: t.ID, Clock: t.Clock, Header: t.Header,
+				ErasedBy: Receipt{ID: r.ID, Clock: r.Clock}, Actor: r.Header.Actor, Time: r.Time(),
+				Reason: er.Reason,
+			})
+		}
+	}
+	return out, nil
 }
 
 // ErasedError reports that a record looked up by id was erased. It wraps

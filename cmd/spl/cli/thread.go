@@ -239,24 +239,13 @@ func (a *app) followTail(cmd *cobra.Command, c *sdk.Client, thread string, start
 		if err := p.record(r); err != nil {
 			return fmt.Errorf("thread tail: %w", err)
 		}
-		if r.Header.Kind != records.KindErasure {
-			continue
-		}
-		er, err := records.DecodeErasure(r.Body)
+		ts, err := sdk.TombstonesOf(r)
 		if err != nil {
-			fmt.Fprintf(stderr, "spl: thread tail: erasure %s at clock %d: %v\n", r.ID, r.Clock, err)
+			fmt.Fprintf(stderr, "spl: thread tail: %v\n", err)
 			continue
 		}
-		for _, t := range er.Targets {
-			if t.Message() {
-				continue // no record: nothing of it to show
-			}
-			err := p.tombstone(sdk.Tombstone{
-				ID: t.ID, Clock: t.Clock, Header: t.Header,
-				ErasedBy: sdk.Receipt{ID: r.ID, Clock: r.Clock}, Actor: r.Header.Actor, Time: r.Time(),
-				Reason: er.Reason,
-			})
-			if err != nil {
+		for _, t := range ts {
+			if err := p.tombstone(t); err != nil {
 				return fmt.Errorf("thread tail: %w", err)
 			}
 		}
