@@ -64,11 +64,9 @@ type EraseResult struct {
 // erasure record or a record that verifies (ErrNotErasable: Erase takes
 // records, by id). A clock erased before is in AlreadyClocks.
 func (c *Client) EraseMessages(ctx context.Context, thread, actor string, clocks []uint64, reason string) (EraseResult, error) {
-	if actor == "" {
-		actor = c.cfg.actor
-	}
-	if actor == "" {
-		return EraseResult{}, ErrNoActor
+	actor, err := c.actorFor(actor)
+	if err != nil {
+		return EraseResult{}, err
 	}
 	if len(clocks) > MaxErasureTargets {
 		return EraseResult{}, &records.FieldError{Field: "clocks", Rule: fmt.Sprintf("at most %d messages a call, got %d", MaxErasureTargets, len(clocks))}
@@ -100,11 +98,9 @@ func (c *Client) EraseMessages(ctx context.Context, thread, actor string, clocks
 // MaxErasureTargets ids are checked all together first, then erased by
 // several erasure records.
 func (c *Client) Erase(ctx context.Context, thread, actor string, ids []records.ID, reason string) (EraseResult, error) {
-	if actor == "" {
-		actor = c.cfg.actor
-	}
-	if actor == "" {
-		return EraseResult{}, ErrNoActor
+	actor, err := c.actorFor(actor)
+	if err != nil {
+		return EraseResult{}, err
 	}
 	if len(ids) == 0 {
 		return EraseResult{}, &records.FieldError{Field: "ids", Rule: "must name at least one record"}

@@ -1,6 +1,9 @@
 package sdk_test
 
 import (
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,14 +14,21 @@ import (
 	"github.com/spl-dev/spl/sdk"
 )
 
-// TestGarbageOnEveryKind: a message that is no record, on the subject of
-// each kind the service layer reads to decide something (session status
-// events, transcripts, checkpoints, pins, erasures, policies: retention
-// and redaction, the thread's own and the reserved threads', actor key
-// bindings), never stops the everyday calls on the thread: save, list,
-// show, pause, resume, emit, retention.
+// TestGarbageOnEveryKind: a message that is no record, as the newest on
+// the subject of each kind the service layer reads to decide something
+// (session status events, transcripts, checkpoints, pins, erasures,
+// policies: retention and redaction, the thread's own and the reserved
+// threads', actor key bindings), never stops the everyday calls on the
+// thread: save, list, show, pause, resume, emit, retention. A policy is
+// the exception, on purpose: the newest policy record not verifying, an
+// older one is not taken in its place (it might redact or keep less), so
+// appends to the thread are refused (redaction) or its retention stops
+// (retention; the checkpoint is saved), naming the message; erasing it by
+// its clock puts everything right.
 func TestGarbageOnEveryKind(t *testing.T) {
-	for _, g := range []struct{ thread, kind string }{
+	for _, g := range []struct {
+		thread, kind string
+	}{
 		{"", records.KindCheckpoint},
 		{"", records.KindTranscript},
 		{"", records.KindSessionPaused},
@@ -46,10 +56,22 @@ func TestGarbageOnEveryKind(t *testing.T) {
 			// Something of every kind first, so that the garbage is the
 			// newest of its kind: policies the reads must still find.
 			for _, err := range []error{
-				func() error { _, err := c.SetRetention(ctx, "", sdk.RetentionPolicy{Thread: thread, KeepLast: 5}); return err }(),
-				func() error { _, err := c.SetRetention(ctx, "", sdk.RetentionPolicy{All: true, KeepLast: 5}); return err }(),
-				func() error { _, err := c.SetRedaction(ctx, "", sdk.RedactionPolicy{Thread: thread, Keys: []string{"api_key"}}); return err }(),
-				func() error { _, err := c.SetRedaction(ctx, "", sdk.RedactionPolicy{All: true, Keys: []string{"secret"}}); return err }(),
+				func() error {
+					_, err := c.SetRetention(ctx, "", sdk.RetentionPolicy{Thread: thread, KeepLast: 5})
+					return err
+				}(),
+				func() error {
+					_, err := c.SetRetention(ctx, "", sdk.RetentionPolicy{All: true, KeepLast: 5})
+					return err
+				}(),
+				func() error {
+					_, err := c.SetRedaction(ctx, "", sdk.RedactionPolicy{Thread: thread, Keys: []string{"api_key"}})
+					return err
+				}(),
+				func() error {
+					_, err := c.SetRedaction(ctx, "", sdk.RedactionPolicy{All: true, Keys: []string{"secret"}})
+					return err
+				}(),
 				func() error { _, err := c.Pin(ctx, thread, "", one.ID, ""); return err }(),
 				func() error { _, err := c.PauseSession(ctx, thread, "", sdk.PauseOptions{Reason: "first"}); return err }(),
 				func() error { _, err := c.ResumeSession(ctx, thread, "", sdk.ResumeOptions{}); return err }(),
@@ -62,8 +84,27 @@ func TestGarbageOnEveryKind(t *testing.T) {
 			if on == "" {
 				on = thread
 			}
-			if _, err := sdk.JetStreamOf(c).PublishMsg(ctx, &nats.Msg{Subject: log.RecordSubject(on, g.kind), Data: []byte("not a record")}); err != nil {
+			ack, err := sdk.JetStreamOf(c).PublishMsg(ctx, &nats.Msg{Subject: log.RecordSubject(on, g.kind), Data: []byte("not a record")})
+			if err != nil {
 				t.Fatal(err)
+			}
+			if g.kind == records.KindRedaction || g.kind == records.KindRetention {
+				var err error
+				if g.kind == records.KindRedaction {
+					_, err = c.SaveCheckpoint(ctx, thread, "", records.Checkpoint{Summary: "held", Learnings: []string{"l"}})
+				} else {
+					governed := thread // by its own policy, or by the policy of all threads
+					if g.thread != "" {
+						governed = "th_no_policy_of_its_own"
+					}
+					_, err = c.RetentionFor(ctx, governed)
+				}
+				if !errors.Is(err, records.ErrCorrupt) || !strings.Contains(err.Error(), fmt.Sprintf("clock %d", ack.Sequence)) {
+					t.Fatalf("over a policy that does not verify: %v; want it named (records.ErrCorrupt, clock %d)", err, ack.Sequence)
+				}
+				if _, err := c.EraseMessages(ctx, on, "", []uint64{ack.Sequence}, "a policy that is no record"); err != nil {
+					t.Fatalf("EraseMessages of the policy that is no record: %v", err)
+				}
 			}
 			step := func(what string, err error) {
 				t.Helper()
@@ -71,7 +112,7 @@ func TestGarbageOnEveryKind(t *testing.T) {
 					t.Errorf("%s: %v", what, err)
 				}
 			}
-			_, err := c.SaveCheckpoint(ctx, thread, "", records.Checkpoint{Summary: "two", Learnings: []string{"l"}})
+			_, err = c.SaveCheckpoint(ctx, thread, "", records.Checkpoint{Summary: "two", Learnings: []string{"l"}})
 			step("SaveCheckpoint", err)
 			r, err := c.Emit(ctx, sdk.Event{Act: records.ActSay, Kind: "note.text", Thread: thread, Body: map[string]any{"t": "x", "api_key": "k", "secret": "s"}})
 			step("Emit", err)
@@ -104,8 +145,12 @@ func TestGarbageOnEveryKind(t *testing.T) {
 			_, err = c.Threads(ctx, sdk.ThreadFilter{Freshness: sdk.Freshness{Fresh: true}})
 			step("Threads", err)
 			rep, err := c.VerifyAll(ctx, nil)
-			if err != nil || len(rep.Corrupt) != 1 {
-				t.Errorf("VerifyAll: %d corrupt, %v; want the garbage named", len(rep.Corrupt), err)
+			want := 1 // the garbage, named
+			if g.kind == records.KindRedaction || g.kind == records.KindRetention {
+				want = 0 // erased
+			}
+			if err != nil || len(rep.Corrupt) != want || len(rep.Missing) != 0 {
+				t.Errorf("VerifyAll: corrupt %v, missing %v, %v; want %d corrupt, none missing", rep.Corrupt, rep.Missing, err, want)
 			}
 		})
 	}

@@ -86,12 +86,9 @@ func (c *Client) Prune(ctx context.Context, thread string, o PruneOptions) (Prun
 	if err != nil {
 		return PruneResult{}, err
 	}
-	actor := o.Actor
-	if actor == "" {
-		actor = c.cfg.actor
-	}
-	if actor == "" && !o.DryRun {
-		return PruneResult{}, ErrNoActor
+	actor, err := c.actorFor(o.Actor)
+	if err != nil && !o.DryRun { // a dry run writes nothing
+		return PruneResult{}, err
 	}
 	if !o.DryRun {
 		if err := checkErasure(thread, actor, o.reason()); err != nil {

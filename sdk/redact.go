@@ -84,14 +84,15 @@ func (c *Client) RedactionFor(ctx context.Context, thread string) ([]RedactionPo
 		homes = append(homes, thread)
 	}
 	for _, home := range homes {
-		// A message there that is no record is no policy: the policy in
-		// force is the newest record that verifies.
-		e, _, err := c.log.LatestValid(ctx, home, records.KindRedaction)
+		// A newest policy record that does not verify is not passed
+		// over for an older one, which might redact less: the thread
+		// takes no records until it is erased (the error says how).
+		e, err := c.log.Latest(ctx, home, records.KindRedaction)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("redaction policy of %q: %w", home, err)
+			return nil, fmt.Errorf("redaction policy of %q: %w%s", home, err, eraseHint(err, home))
 		}
 		r, err := records.DecodeRedaction(e.Record.Body)
 		if err == nil {
@@ -110,6 +111,16 @@ func (c *Client) RedactionFor(ctx context.Context, thread string) ([]RedactionPo
 		out[0].Thread = ""
 	}
 	return out, nil
+}
+
+// eraseHint says how to remove the message that err, a read of a
+// policy on thread, met not verifying: "" for any other error.
+func eraseHint(err error, thread string) string {
+	var ce *splog.CorruptError
+	if !errors.As(err, &ce) {
+		return ""
+	}
+	return fmt.Sprintf(" (the policy in force cannot be told; erase the message: spl erase --clock %d --thread %q, sdk.Client.EraseMessages)", ce.Clock, thread)
 }
 
 // redactBody applies the redaction policies of thread to body, a CBOR

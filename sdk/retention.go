@@ -194,9 +194,12 @@ func (c *Client) RetentionFor(ctx context.Context, thread string) (RetentionPoli
 // whose scope is not want (a thread policy on RetentionThread, a policy of
 // all threads elsewhere) is no policy: ErrNotFound.
 func (c *Client) storedPolicy(ctx context.Context, thread, want string) (RetentionPolicy, error) {
-	e, _, err := c.log.LatestValid(ctx, thread, records.KindRetention) // a message that is no record is no policy
+	// A newest policy record that does not verify is not passed over for
+	// an older one, which might keep less: retention of the thread stops
+	// there, naming it, until it is erased (the error says how).
+	e, err := c.log.Latest(ctx, thread, records.KindRetention)
 	if err != nil {
-		return RetentionPolicy{}, fmt.Errorf("retention policy of %q: %w", thread, err)
+		return RetentionPolicy{}, fmt.Errorf("retention policy of %q: %w%s", thread, err, eraseHint(err, thread))
 	}
 	r, err := records.DecodeRetention(e.Record.Body)
 	if err == nil {
@@ -256,11 +259,9 @@ func (e *RetentionError) Unwrap() error { return e.Err }
 // did to each thread a policy governs. Applying again erases nothing more
 // (until checkpoints age past a MaxAge).
 func (c *Client) ApplyRetention(ctx context.Context, actor string) ([]RetentionResult, error) {
-	if actor == "" {
-		actor = c.cfg.actor
-	}
-	if actor == "" {
-		return nil, ErrNoActor
+	actor, err := c.actorFor(actor)
+	if err != nil {
+		return nil, err
 	}
 	policies, err := c.threadsWith(ctx, records.KindRetention)
 	if err != nil {
@@ -464,11 +465,9 @@ type Pinned struct {
 // checkpoint is refused (records.ErrInvalid); an unknown id is ErrNotFound.
 // A pin does not stop an explicit Erase.
 func (c *Client) Pin(ctx context.Context, thread, actor string, id records.ID, reason string) (Pinned, error) {
-	if actor == "" {
-		actor = c.cfg.actor
-	}
-	if actor == "" {
-		return Pinned{}, ErrNoActor
+	actor, err := c.actorFor(actor)
+	if err != nil {
+		return Pinned{}, err
 	}
 	check := thread
 	if check == "" {

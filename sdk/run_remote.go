@@ -111,8 +111,9 @@ func (c *Client) WriteRunCheckpoints(ctx context.Context, thread, runID, actor s
 	if len(cps) == 0 {
 		return nil, &records.FieldError{Field: "checkpoints", Rule: "at least one"}
 	}
-	if actor = c.actorOr(actor); actor == "" {
-		return nil, ErrNoActor
+	actor, err := c.actorFor(actor)
+	if err != nil {
+		return nil, err
 	}
 	if err := c.runWritable(ctx, thread, runID); err != nil {
 		return nil, err
@@ -230,6 +231,16 @@ func (c *Client) actorOr(actor string) string {
 		return c.cfg.actor
 	}
 	return actor
+}
+
+// actorFor is the actor a write names: actor, else the client's
+// (WithActor); ErrNoActor when neither is set. The one rule of "a write
+// names its actor".
+func (c *Client) actorFor(actor string) (string, error) {
+	if actor = c.actorOr(actor); actor == "" {
+		return "", ErrNoActor
+	}
+	return actor, nil
 }
 
 // runEnding says whether run runID on thread may take its run_terminal
@@ -424,8 +435,9 @@ func (c *Client) FinishRun(ctx context.Context, thread, runID, actor string, t T
 	if replayed < 0 {
 		return Receipt{}, "", &records.FieldError{Field: "replayed_effect_count", Rule: "must not be negative"}
 	}
-	if actor = c.actorOr(actor); actor == "" {
-		return Receipt{}, "", ErrNoActor
+	actor, err := c.actorFor(actor)
+	if err != nil {
+		return Receipt{}, "", err
 	}
 	ce, err := c.runEnding(ctx, thread, runID)
 	if err != nil {
