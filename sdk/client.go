@@ -725,3 +725,21 @@ func (c *Client) SaveCheckpoint(ctx context.Context, thread, actor string, cp re
 	}
 	return Receipt{ID: r.ID, Clock: r.Clock}, err
 }
+
+// actorOr is actor, or the client's when empty.
+func (c *Client) actorOr(actor string) string {
+	if actor == "" {
+		return c.cfg.actor
+	}
+	return actor
+}
+
+// actorFor is the actor a write names: actor, else the client's
+// (WithActor); ErrNoActor when neither is set. The one rule of "a write
+// names its actor".
+func (c *Client) actorFor(actor string) (string, error) {
+	if actor = c.actorOr(actor); actor == "" {
+		return "", ErrNoActor
+	}
+	return actor, nil
+}

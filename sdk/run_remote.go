@@ -225,24 +225,6 @@ func checkPhase(phase string) error {
 	return nil
 }
 
-// actorOr is actor, or the client's when empty.
-func (c *Client) actorOr(actor string) string {
-	if actor == "" {
-		return c.cfg.actor
-	}
-	return actor
-}
-
-// actorFor is the actor a write names: actor, else the client's
-// (WithActor); ErrNoActor when neither is set. The one rule of "a write
-// names its actor".
-func (c *Client) actorFor(actor string) (string, error) {
-	if actor = c.actorOr(actor); actor == "" {
-		return "", ErrNoActor
-	}
-	return actor, nil
-}
-
 // runEnding says whether run runID on thread may take its run_terminal
 // checkpoint (ErrRunFinished once it has one), and its cancel request,
 // if any. Two last-by-subject gets, the snapshot (large, and never the
