@@ -35,6 +35,11 @@ export class NotFoundError extends SplError {}
 export class ConflictError extends SplError {}
 /** 503: storage unavailable; an append answered 503 may or may not have landed. */
 export class UnavailableError extends SplError {}
+/**
+ * 507 disk_full: the server's disk is full; nothing was written. Free
+ * space on the server and send the write again.
+ */
+export class DiskFullError extends SplError {}
 
 /** The cancel request of a run, as the server answers it. */
 export interface RunCancel {
@@ -203,6 +208,7 @@ export function errorOf(status: number, body: ErrorBody | undefined): SplError {
       }
       return new ConflictError(...args);
     case 503: return new UnavailableError(...args);
+    case 507: return new DiskFullError(...args);
   }
   return new SplError(...args);
 }

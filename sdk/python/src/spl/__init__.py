@@ -27,14 +27,14 @@ keyed body digest; BLAKE3 in pure Python).
 """
 
 from ._client import Client, Record, connect
-from ._errors import (ConflictError, EffectMismatchError, ForbiddenError, InvalidError, NotFoundError, RunCancelledError,
+from ._errors import (ConflictError, DiskFullError, EffectMismatchError, ForbiddenError, InvalidError, NotFoundError, RunCancelledError,
                       RunFinishedError, RunNotWaitingError, SplError, StillWaitingError, UnauthorizedError,
                       UnavailableError, UnlandedError)
 from ._run import EffectResult, FinishReport, RecordedEffect, Run, RunCheckpoint, RunHandle, RunSignal, RunStats
 from ._verify import CorruptRecordError, body_digest, id_of_header, verify_envelope
 
 __all__ = ["connect", "Client", "Record", "SplError", "InvalidError", "UnauthorizedError", "ForbiddenError",
-           "NotFoundError", "ConflictError", "UnavailableError", "CorruptRecordError", "verify_envelope",
+           "NotFoundError", "ConflictError", "UnavailableError", "DiskFullError", "CorruptRecordError", "verify_envelope",
            "id_of_header", "body_digest", "Run", "RunHandle", "RunCheckpoint", "RecordedEffect", "EffectResult",
            "RunStats", "FinishReport", "RunCancelledError", "RunFinishedError", "EffectMismatchError", "UnlandedError",
            "RunSignal", "RunNotWaitingError", "StillWaitingError"]

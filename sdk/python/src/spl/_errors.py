@@ -43,6 +43,10 @@ class UnavailableError(SplError):
     """503: storage unavailable; an append answered 503 may or may not have landed."""
 
 
+class DiskFullError(SplError):
+    """507 disk_full: the server's disk is full; nothing was written. Free space there and write again."""
+
+
 class RunCancelledError(ConflictError):
     """409 run_cancelled: someone cancelled the run (spl run cancel, POST
     /v1/runs/{run}/cancel). The runner stops and may finish the run with
@@ -94,7 +98,7 @@ class RunNotWaitingError(ConflictError):
 
 
 _BY_STATUS = {400: InvalidError, 413: InvalidError, 401: UnauthorizedError, 403: ForbiddenError,
-              404: NotFoundError, 409: ConflictError, 503: UnavailableError}
+              404: NotFoundError, 409: ConflictError, 503: UnavailableError, 507: DiskFullError}
 
 
 def error_of(status: int, body) -> SplError:
