@@ -340,6 +340,16 @@ func (l *Log) MarkNow(ctx context.Context) error {
 	if err != nil {
 		return nil // not a record of ours: verify reports it
 	}
+	// The record at last may be stored and not yet durable (a group
+	// commit between its store and its fsync, or a publish nobody
+	// fsyncs): a mark naming it, were the power cut then, would be ahead
+	// of the stream, and the log would take itself for one that lost
+	// records and refuse appends. So it is made durable first.
+	if l.blocks != nil {
+		if err := l.blocks.Sync(); err != nil {
+			return fmt.Errorf("mark: %w", err)
+		}
+	}
 	l.mark.saw(last, id)
 	return l.mark.write()
 }

@@ -464,11 +464,11 @@ func (w *writer) settle(p *Pending, clock uint64, serr error) {
 		w.heads[t] = h.next(p.id, p.sealed.Header.Prev, clock)
 	}
 	w.remember(e)
-	w.l.mark.saw(clock, p.id)
 	if serr != nil {
 		p.finish(Entry{}, fmt.Errorf("spl/log: append: stored at clock %d, but not made durable: %w", clock, serr))
 		return
 	}
+	w.l.mark.saw(clock, p.id) // durable: the mark may name it
 	p.finish(e, nil)
 }
 
