@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,7 +21,8 @@ import (
 
 // Each rule gives one outcome whichever face writes to spl serve with the
 // write token: the CLI with --server, the Go SDK over NATS (through the
-// door) and POST /v1/records. A redaction policy takes its key out of
+// door), POST /v1/records, and the Python and TypeScript SDKs (their
+// emit, in a process of their own). A redaction policy takes its key out of
 // the body; a checkpoint without a summary is refused naming the field;
 // an actor key binding is refused for want of the admin right. Every face
 // reaches the one service layer, so none of them decides.
@@ -37,10 +40,6 @@ func TestRulesThroughEveryFace(t *testing.T) {
 
 	// outcome is what a face's write came to: "ok", "invalid <field>" or
 	// "needs admin".
-	type face struct {
-		name string
-		emit func(t *testing.T, thread, act, kind, body string) string
-	}
 	faces := []face{
 		{"spl emit --server", func(t *testing.T, thread, act, kind, body string) string {
 			r := h.run(t, nil, "--server", srv.nats, "emit", "--thread", thread, "--act", act, "--kind", kind, "--body", body)
@@ -81,6 +80,7 @@ func TestRulesThroughEveryFace(t *testing.T) {
 			return fmt.Sprintf("%d %s", code, answer)
 		}},
 	}
+	faces = append(faces, sdkFaces(t, srv)...)
 	_, bindDID, err := sdk.GenerateKey()
 	if err != nil {
 		t.Fatal(err)
@@ -112,6 +112,101 @@ func TestRulesThroughEveryFace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// face is one way to write to spl serve: emit returns what the write came
+// to, "ok", "invalid <field>" or "needs admin".
+type face struct {
+	name string
+	emit func(t *testing.T, thread, act, kind, body string) string
+}
+
+// The SDKs' emit in a process of their own, printing the outcome as the
+// faces name it from the error type the SDK raises.
+const (
+	pyFace = `import asyncio, json, sys
+import spl
+async def main():
+    c = await spl.connect(actor=sys.argv[1])
+    try:
+        await c.emit(thread=sys.argv[2], act=sys.argv[3], kind=sys.argv[4], body=json.loads(sys.argv[5]))
+        print("ok")
+    except spl.InvalidError as e:
+        print("invalid", e.field, e)
+    except spl.ForbiddenError as e:
+        print("forbidden", e)
+    finally:
+        await c.close()
+asyncio.run(main())
+`
+	tsFace = `const { connect, InvalidError, ForbiddenError } = await import(process.argv[1]);
+const [actor, thread, act, kind, body] = process.argv.slice(2);
+const c = await connect({ actor });
+try {
+  await c.emit({ thread, act, kind, body: JSON.parse(body) });
+  console.log("ok");
+} catch (e) {
+  if (e instanceof InvalidError) console.log("invalid", e.field, e.message);
+  else if (e instanceof ForbiddenError) console.log("forbidden", e.message);
+  else console.log("error", e);
+} finally {
+  await c.close();
+}
+`
+)
+
+// sdkFaces are the Python and TypeScript faces this machine can run (as
+// the runners' test finds them: with SPL_RUNNERS_ALL=1 a face that cannot
+// run fails the test).
+func sdkFaces(t *testing.T, srv *served) []face {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "SPL_URL="+srv.http, "SPL_TOKEN="+srv.writeTok, "PYTHONPATH="+filepath.Join(root, "sdk/python/src"))
+	outcome := func(t *testing.T, argv []string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		c.Env = env
+		out, err := c.CombinedOutput()
+		got := strings.TrimSpace(string(out))
+		switch {
+		case err != nil:
+			return fmt.Sprintf("%v: %s", err, got)
+		case got == "ok":
+			return "ok"
+		case strings.HasPrefix(got, "invalid ") && strings.Contains(got, "summary"):
+			return "invalid summary"
+		case strings.HasPrefix(got, "forbidden ") && strings.Contains(got, "admin"):
+			return "needs admin"
+		}
+		return got
+	}
+	all := os.Getenv("SPL_RUNNERS_ALL") == "1"
+	var faces []face
+	if py, err := exec.LookPath("python3"); err == nil {
+		faces = append(faces, face{"Python SDK", func(t *testing.T, thread, act, kind, body string) string {
+			return outcome(t, []string{py, "-c", pyFace, seedActor, thread, act, kind, body})
+		}})
+	} else if all {
+		t.Fatal("SPL_RUNNERS_ALL=1 but python3 is not on PATH")
+	}
+	dist := filepath.Join(root, "sdk/typescript/dist/index.js")
+	node, err := exec.LookPath("node")
+	switch {
+	case err == nil && exists(dist):
+		faces = append(faces, face{"TypeScript SDK", func(t *testing.T, thread, act, kind, body string) string {
+			return outcome(t, []string{node, "--input-type=module", "-e", tsFace, "file://" + dist, seedActor, thread, act, kind, body})
+		}})
+	case all:
+		t.Fatal("SPL_RUNNERS_ALL=1 but node or the built sdk/typescript is missing")
+	default:
+		t.Log("the TypeScript face is left out: node, or sdk/typescript built (npm ci && npm run build), is missing")
+	}
+	return faces
 }
 
 // mustCBOR is the canonical CBOR body of a JSON object.
