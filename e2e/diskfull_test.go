@@ -68,12 +68,9 @@ func fill(t *testing.T, dir string) string {
 	return path
 }
 
-// TestDiskFull: on a full disk every read command works, an append fails
-// at once with exit 3 and an error that says the disk is full, and once
-// space is freed appends work again.
-func TestDiskFull(t *testing.T) {
-	needFaults(t)
-	mnt := mountSmall(t, "20m")
+// homeOn is a home whose data directory is on mnt.
+func homeOn(t *testing.T, mnt string) *home {
+	t.Helper()
 	h := newHome(t)
 	h.dir = filepath.Join(mnt, "spl")
 	for i, kv := range h.env {
@@ -81,6 +78,16 @@ func TestDiskFull(t *testing.T) {
 			h.env[i] = "SPL_HOME=" + h.dir
 		}
 	}
+	return h
+}
+
+// TestDiskFull: on a full disk every read command works, an append fails
+// at once with exit 3 and an error that says the disk is full, and once
+// space is freed appends work again.
+func TestDiskFull(t *testing.T) {
+	needFaults(t)
+	mnt := mountSmall(t, "20m")
+	h := homeOn(t, mnt)
 	h.save(t, "th_full", "saved before the disk filled up")
 	h.mustRun(t, nil, "emit", "--thread", "th_full", "--act", "DO", "--kind", "agent.step", "--body", `{"n":1}`, "--actor", seedActor)
 	h.mustRun(t, nil, "thread", "list") // the read models exist and hold it all
@@ -157,13 +164,7 @@ func TestDiskFull(t *testing.T) {
 func TestDiskFilledByOtherEmbedded(t *testing.T) {
 	needFaults(t)
 	mnt := mountSmall(t, "40m")
-	h := newHome(t)
-	h.dir = filepath.Join(mnt, "spl")
-	for i, kv := range h.env {
-		if strings.HasPrefix(kv, "SPL_HOME=") {
-			h.env[i] = "SPL_HOME=" + h.dir
-		}
-	}
+	h := homeOn(t, mnt)
 	emit := func(n int) []string {
 		return []string{"emit", "--thread", "th_other", "--act", "DO", "--kind", "agent.step", "--body", fmt.Sprintf(`{"n":%d}`, n), "--actor", seedActor, "--timeout", "10s"}
 	}
