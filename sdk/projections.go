@@ -84,15 +84,23 @@ type ThreadFilter struct {
 	Freshness
 }
 
+// check refuses a filter that would list nothing silently: a kind no
+// record can have.
+func (f ThreadFilter) check() error {
+	if f.Kind != "" {
+		if err := records.CheckKind(f.Kind); err != nil {
+			return fmt.Errorf("spl/sdk: threads: %w", err)
+		}
+	}
+	return nil
+}
+
 // Threads lists the threads of the thread index that match f, newest
 // activity first. It reads the index, not the log: its cost grows with
 // the number of threads listed, not with the size of the log.
 func (c *Client) Threads(ctx context.Context, f ThreadFilter) ([]ThreadInfo, error) {
-	if f.Kind != "" {
-		// A kind no record can have would list nothing, silently.
-		if err := records.CheckKind(f.Kind); err != nil {
-			return nil, fmt.Errorf("spl/sdk: threads: %w", err)
-		}
+	if err := f.check(); err != nil {
+		return nil, err
 	}
 	p, ctx, cancel, err := c.fresh(ctx, f.Freshness)
 	defer cancel()
@@ -130,10 +138,8 @@ type ThreadPage struct {
 // none, the count alone) and the count. f.Freshness is not used: wait
 // says how fresh.
 func (c *Client) ThreadIndexPage(ctx context.Context, f ThreadFilter, countOnly bool, wait time.Duration) (ThreadPage, error) {
-	if f.Kind != "" {
-		if err := records.CheckKind(f.Kind); err != nil {
-			return ThreadPage{}, fmt.Errorf("spl/sdk: threads: %w", err)
-		}
+	if err := f.check(); err != nil {
+		return ThreadPage{}, err
 	}
 	p, err := c.projections(ctx)
 	if err != nil {

@@ -1,7 +1,6 @@
 package sdk
 
 import (
-	"github.com/spl-dev/spl/projections"
 	"github.com/spl-dev/spl/wire"
 )
 
@@ -16,10 +15,6 @@ func (t ThreadInfo) Wire() wire.Thread {
 		Kinds: nonNilMap(t.Kinds), Actors: nonNilMap(t.Actors),
 	}
 }
-
-// ThreadInfoOf returns the ThreadInfo of t, a value of the thread index as
-// a projections.Reader reads it: the one Client.Threads returns for it.
-func ThreadInfoOf(t *projections.Thread) ThreadInfo { return threadInfo(t) }
 
 // nonNilMap makes an absent map print as {} rather than null.
 func nonNilMap(m map[string]uint64) map[string]uint64 {
