@@ -82,11 +82,6 @@ thread with no record exits 2. FILE is written whole or not at all
 			case !all && len(args) == 0:
 				return usagef("export: give the threads to export, or --all for every thread")
 			}
-			for _, t := range args {
-				if err := records.CheckThread(t); err != nil {
-					return fmt.Errorf("export: %w", err)
-				}
-			}
 			return a.withClient(cmd, "export", func(ctx context.Context, c *sdk.Client) error {
 				res, err := exportTo(ctx, c, out, sdk.ExportOptions{Threads: args, All: all}, cmd.OutOrStdout())
 				if err != nil {
