@@ -29,19 +29,19 @@ type Retention struct {
 // RetentionDrops returns which of cps, a thread's checkpoints oldest
 // first, policy r drops at now, and how many it keeps. A checkpoint is
 // kept when it is among the newest r.KeepLast, younger than r.MaxAge,
-// pinned, or exempt (RetentionCheckpoint.Exempt). With r.KeepLast 0 (an expiry: a
-// whole thread's checkpoints may go once they are old), the newest is
-// kept anyway while the thread's session is live (any status but
-// completed): an expiry never takes the resume point of a session that is
-// not over.
-func RetentionDrops(cps []RetentionCheckpoint, r Retention, now time.Time, live bool) (kept int, drop []records.ID) {
-	keepLast := r.KeepLast
-	if keepLast == 0 && live {
-		keepLast = 1
-	}
+// pinned, or exempt (RetentionCheckpoint.Exempt). With r.KeepLast 0 (an
+// expiry: a whole thread's checkpoints may go once they are old), the
+// newest is kept anyway while the thread's session is live (any status
+// but completed): an expiry never takes the resume point of a session
+// that is not over. live says whether it is; it is asked only when the
+// newest would go otherwise (nil: live), so that a plan that keeps the
+// newest anyway reads no status.
+func RetentionDrops(cps []RetentionCheckpoint, r Retention, now time.Time, live func() bool) (kept int, drop []records.ID) {
 	for i, cp := range cps {
-		keep := i >= len(cps)-keepLast || cp.Pinned || (r.MaxAge > 0 && now.Sub(cp.Time) < r.MaxAge) ||
-			cp.Exempt != nil && cp.Exempt()
+		newest := i == len(cps)-1
+		keep := i >= len(cps)-r.KeepLast || cp.Pinned || (r.MaxAge > 0 && now.Sub(cp.Time) < r.MaxAge) ||
+			cp.Exempt != nil && cp.Exempt() ||
+			newest && r.KeepLast == 0 && (live == nil || live())
 		if keep {
 			kept++
 		} else {

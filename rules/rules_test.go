@@ -38,8 +38,8 @@ func TestImportsOnlyRecords(t *testing.T) {
 //	retention keep_last=N [max_age=D] now=D [live]
 //	    input: one checkpoint a line, oldest first: @N t=D [pinned]
 //	    [exempt] (D a duration since the epoch, 90m); prints "kept N",
-//	    "asked @N ..." (whom Exempt was asked) and "drop @N ..."
-//	    (RetentionDrops)
+//	    "asked @N ..." (whom Exempt was asked), "asked live" (when the
+//	    session's status was asked for) and "drop @N ..." (RetentionDrops)
 func TestScripts(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.txt")
 	if err != nil || len(files) == 0 {
@@ -168,8 +168,12 @@ func retentionCase(a map[string]string, input []string) ([]string, error) {
 		cps = append(cps, RetentionCheckpoint{ID: names.of(name), Time: time.Unix(0, 0).Add(at), Pinned: ca["pinned"] != "",
 			Exempt: func() bool { asked = append(asked, name); return exempt }})
 	}
-	kept, drop := RetentionDrops(cps, r, time.Unix(0, 0).Add(now), a["live"] != "")
+	liveAsked := false
+	kept, drop := RetentionDrops(cps, r, time.Unix(0, 0).Add(now), func() bool { liveAsked = true; return a["live"] != "" })
 	out := []string{fmt.Sprintf("kept %d", kept)}
+	if liveAsked {
+		out = append(out, "asked live")
+	}
 	if len(asked) > 0 {
 		out = append(out, "asked "+strings.Join(asked, " "))
 	}

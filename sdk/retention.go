@@ -417,17 +417,19 @@ func (c *Client) planDrop(ctx context.Context, thread string, p RetentionPolicy,
 			return err != nil || cp.Name != "" || (droppable != nil && !droppable(cp))
 		}}
 	}
-	live := true
-	if p.KeepLast == 0 && len(cps) > 0 {
-		// An expiry takes the newest too, once the session is over.
+	// An expiry takes the newest too, once the session is over: its
+	// status is read only when that decides.
+	var serr error
+	live := func() bool {
 		st, err := c.statusNow(ctx, thread)
-		if err != nil {
-			return res, nil, fmt.Errorf("retention of %q: %w", thread, err)
-		}
-		live = st != StatusCompleted
+		serr = err
+		return err != nil || st != StatusCompleted // unknown: kept
 	}
 	var drop []records.ID
 	res.Kept, drop = rules.RetentionDrops(in, rules.Retention{KeepLast: p.KeepLast, MaxAge: p.MaxAge}, now, live)
+	if serr != nil {
+		return res, nil, fmt.Errorf("retention of %q: %w", thread, serr)
+	}
 	return res, drop, nil
 }
 
