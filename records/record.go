@@ -18,8 +18,15 @@ const (
 	// writes.
 	FormatVersion = 1
 
-	// MaxEncodedSize is the largest encoded envelope accepted, in bytes.
+	// MaxEncodedSize is the largest envelope stored inline, in one
+	// message of the log, in bytes. A record whose envelope is larger
+	// keeps its body outside the message ([Record.MarshalOutside]).
 	MaxEncodedSize = 1 << 20
+
+	// MaxRecordSize is the largest envelope of any record, in bytes: the
+	// format's ceiling. A log refuses records past its own, lower limit
+	// (64 MiB unless configured).
+	MaxRecordSize = 1 << 30
 
 	// SaltSize is the size of the salt that keys the body digest.
 	SaltSize = 32
@@ -147,7 +154,7 @@ func newRecord(act, kind, thread, actor string, ts int64, body any, salt [SaltSi
 		// Encoded here from a Checkpoint with only strings: canonical by
 		// construction, so the schema is checked on the struct, without
 		// decoding the bytes again.
-		if n := r.encodedSize(); n > MaxEncodedSize {
+		if n := r.encodedSize(); n > MaxRecordSize {
 			return nil, sizeError(n)
 		}
 		if err := cp.Validate(); err != nil {
@@ -240,7 +247,7 @@ func (r *Record) DecodeBody(v any) error {
 //	{"b": <body map, embedded as is>, "h": <header map>, "s": <salt, bstr 32>}
 //
 // Marshal checks only that the body is a CBOR map and that the envelope fits
-// MaxEncodedSize; call [Record.Validate] for the rest.
+// MaxRecordSize; call [Record.Validate] for the rest.
 func (r *Record) Marshal() ([]byte, error) {
 	if !rawOfType(r.Body, majorMap) {
 		return nil, fmt.Errorf("marshal record: %w",
@@ -248,7 +255,7 @@ func (r *Record) Marshal() ([]byte, error) {
 	}
 	h := r.Header.Encode()
 	n := envelopeOverhead + len(r.Body) + len(h)
-	if n > MaxEncodedSize {
+	if n > MaxRecordSize {
 		return nil, fmt.Errorf("marshal record: %w", sizeError(n))
 	}
 	b := make([]byte, 0, n)
@@ -268,13 +275,13 @@ func (r *Record) encodedSize() int {
 }
 
 func sizeError(n int) *FieldError {
-	return fieldErrorf("body", "record is %d bytes encoded; the limit is %d", n, MaxEncodedSize)
+	return fieldErrorf("body", "record is %d bytes encoded; the limit is %d", n, MaxRecordSize)
 }
 
 // Unmarshal strictly decodes an envelope written by [Record.Marshal]. The
 // envelope must be canonical, have exactly the keys "b", "h" and "s", a
 // header that [DecodeHeader] accepts, a body that is a canonical CBOR map
-// and a 32-byte salt, and be at most MaxEncodedSize bytes. Any structural
+// and a 32-byte salt, and be at most MaxRecordSize bytes. Any structural
 // problem is an error wrapping [ErrCorrupt]. Marshal of the result returns
 // data again, byte for byte.
 //
@@ -290,8 +297,8 @@ func Unmarshal(data []byte) (*Record, error) {
 }
 
 func unmarshal(data []byte) (*Record, error) {
-	if len(data) > MaxEncodedSize {
-		return nil, corruptf("record is %d bytes; the limit is %d", len(data), MaxEncodedSize)
+	if len(data) > MaxRecordSize {
+		return nil, corruptf("record is %d bytes; the limit is %d", len(data), MaxRecordSize)
 	}
 	if r := unmarshalFast(data); r != nil {
 		return r, nil

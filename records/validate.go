@@ -63,7 +63,7 @@ func (r *Record) Validate() error {
 	if err := r.Header.validate(); err != nil {
 		return err
 	}
-	if n := r.encodedSize(); n > MaxEncodedSize {
+	if n := r.encodedSize(); n > MaxRecordSize {
 		return sizeError(n)
 	}
 	body, err := validBody(r.Header.Kind, r.Body)
