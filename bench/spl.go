@@ -213,9 +213,14 @@ func (s *splStore) VerifiedScan(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("scan: %w", err)
 	}
 	defer conn.Close()
+	l, err := splog.On(ctx, conn, splog.Options{Stream: s.c.StreamName(), NoDoor: true, NoMark: true})
+	if err != nil {
+		return 0, fmt.Errorf("scan: %w", err)
+	}
+	defer l.Close()
 	var bad error
 	n, err := scanStream(ctx, conn.JS, s.c.StreamName(), func(subject string, seq uint64, hdr nats.Header, data []byte) {
-		if _, err := splog.DecodeMessage(subject, seq, hdr, data); err != nil && bad == nil {
+		if _, err := l.DecodeMessage(subject, seq, hdr, data); err != nil && bad == nil {
 			bad = err
 		}
 	})

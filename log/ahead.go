@@ -62,12 +62,12 @@ func (l *Log) scanAhead(ctx context.Context, filter string, from uint64, size in
 
 // decodePage verifies the messages of a page on every core: entries[i]
 // and errs[i] are ms[i]'s.
-func decodePage(ms []stored) (entries []Entry, errs []error) {
+func (l *Log) decodePage(ms []stored) (entries []Entry, errs []error) {
 	entries, errs = make([]Entry, len(ms)), make([]error, len(ms))
 	workers := min(runtime.GOMAXPROCS(0), (len(ms)+31)/32)
 	if workers <= 1 {
 		for i, m := range ms {
-			entries[i], errs[i] = m.decode()
+			entries[i], errs[i] = l.decode(m)
 		}
 		return entries, errs
 	}
@@ -75,7 +75,7 @@ func decodePage(ms []stored) (entries []Entry, errs []error) {
 	for w := range workers {
 		wg.Go(func() {
 			for i := w; i < len(ms); i += workers {
-				entries[i], errs[i] = ms[i].decode()
+				entries[i], errs[i] = l.decode(ms[i])
 			}
 		})
 	}

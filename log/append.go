@@ -35,6 +35,9 @@ type Pending struct {
 	// once: a lost race fails the append instead of retrying it
 	// (SubmitOnce).
 	once bool
+	// outside: the body is stored beside the log (bodies.go), and the
+	// record is appended as records.MarshalOutside writes it.
+	outside bool
 
 	// taken is set by the writer once it has taken the append to send: it
 	// may land from then on, whatever ctx says.
@@ -114,7 +117,10 @@ func (l *Log) Append(ctx context.Context, rec *records.Record) (Entry, error) {
 // queue has room, or ctx is done). The append itself is bounded by ctx too:
 // if ctx ends before the writer takes it to send, it is never sent; once
 // taken, it goes on to its outcome. A record that would pass
-// records.MaxEncodedSize once chained (its prev set) is refused here.
+// Options.MaxRecord once chained (its prev set) is refused here
+// (ErrTooLarge); one over records.MaxEncodedSize has its body stored
+// beside the log first (bodies.go), so Submit returns only once that is
+// done.
 func (l *Log) Submit(ctx context.Context, rec *records.Record) (*Pending, error) {
 	return l.submit(ctx, rec, false, 0)
 }
@@ -164,10 +170,19 @@ func (l *Log) submitWith(ctx context.Context, rec *records.Record, cond bool, af
 	if err := rec.Validate(); err != nil {
 		return nil, err
 	}
-	if err := fitsChained(rec); err != nil {
+	outside, err := l.fits(rec)
+	if err != nil {
 		return nil, err
 	}
-	p := &Pending{rec: rec, ctx: ctx, done: make(chan struct{}), cond: cond, after: after, once: once}
+	if outside {
+		if l.door != nil {
+			return nil, fmt.Errorf("spl/log: append: %w: a record over %d bytes goes through spl serve's HTTP API, not yet its NATS door", ErrTooLarge, records.MaxEncodedSize)
+		}
+		if err := l.bodies.put(ctx, rec.Header.BD, rec.Body); err != nil {
+			return nil, fmt.Errorf("spl/log: append: %w", err)
+		}
+	}
+	p := &Pending{rec: rec, ctx: ctx, done: make(chan struct{}), cond: cond, after: after, once: once, outside: outside}
 	// Close waits for every Submit inside the gate before it stops the
 	// writer, so an append queued here is one the writer's drain answers.
 	l.w.gate.RLock()
@@ -187,24 +202,36 @@ func (l *Log) submitWith(ctx context.Context, rec *records.Record, cond bool, af
 
 // chainSlack bounds what an envelope adds to its body, prev included: the
 // salt, the header and its longest fields. A body shorter than
-// records.MaxEncodedSize by more fits once chained, whatever its header.
+// records.MaxEncodedSize by more fits a message once chained, whatever
+// its header.
 const chainSlack = 4 << 10
 
 // placeholderPrev stands for the prev the writer will set: every id
 // encodes to the same length.
 var placeholderPrev = records.ID{0: 1}
 
-// fitsChained refuses rec, valid unchained, when it would pass
-// records.MaxEncodedSize once the writer sets its prev: the writer could
-// not encode it, and it is the caller's to fix.
-func fitsChained(rec *records.Record) error {
+// fits reports whether rec, valid unchained, is stored with its body
+// outside the log's message (its envelope over records.MaxEncodedSize
+// once the writer sets its prev), and refuses it, wrapping ErrTooLarge,
+// when it would pass Options.MaxRecord.
+func (l *Log) fits(rec *records.Record) (outside bool, err error) {
 	if len(rec.Body) < records.MaxEncodedSize-chainSlack {
+		return false, nil
+	}
+	n := rec.WithPrev(placeholderPrev).EncodedSize()
+	if err := l.checkSize(n); err != nil {
+		return false, fmt.Errorf("spl/log: append: %w", err)
+	}
+	return n > records.MaxEncodedSize, nil
+}
+
+// checkSize refuses a record of n bytes encoded over Options.MaxRecord.
+func (l *Log) checkSize(n int) error {
+	if n <= l.opts.MaxRecord {
 		return nil
 	}
-	if _, err := rec.WithPrev(placeholderPrev).Marshal(); err != nil {
-		return fmt.Errorf("spl/log: append: once chained: %w", err)
-	}
-	return nil
+	fe := &records.FieldError{Field: "body", Rule: fmt.Sprintf("record is %d bytes encoded; the limit is %d", n, l.opts.MaxRecord)}
+	return fmt.Errorf("%w (%w)", fe, ErrTooLarge)
 }
 
 // movedError says that thread is not at clock after. When known, the

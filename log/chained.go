@@ -32,7 +32,16 @@ func (l *Log) AppendChained(ctx context.Context, rec *records.Record, after, pre
 	if err := rec.Validate(); err != nil {
 		return Entry{}, err
 	}
-	data, err := rec.Marshal()
+	if err := l.checkSize(rec.EncodedSize()); err != nil {
+		return Entry{}, fmt.Errorf("spl/log: append chained: %w", err)
+	}
+	var data []byte
+	var err error
+	if rec.Inline() {
+		data, err = rec.Marshal()
+	} else if err = l.bodies.put(ctx, rec.Header.BD, rec.Body); err == nil {
+		data, err = rec.MarshalOutside()
+	}
 	if err != nil {
 		return Entry{}, fmt.Errorf("spl/log: append chained: %w", err)
 	}

@@ -593,7 +593,7 @@ func (l *Log) findCopy(ctx context.Context, rec *records.Record, from uint64) (E
 			return Entry{}, false, err
 		}
 		seq = m.clock + 1
-		e, err := m.decode()
+		e, err := l.decode(m)
 		if err != nil || e.Record.Header.BD != rec.Header.BD {
 			continue
 		}

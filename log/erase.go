@@ -253,7 +253,7 @@ func (l *Log) eraseTargets(ctx context.Context, thread string, ids []records.ID)
 		if !isErasure && !named {
 			return true
 		}
-		e, err := m.decode()
+		e, err := l.decode(m)
 		if err != nil {
 			if named {
 				decodeErr = err
@@ -338,7 +338,7 @@ func (l *Log) finishErasures(ctx context.Context, stop stopper) error {
 		}
 	}()
 	err = l.scan(ctx, SubjectPrefix+".*."+records.KindErasure, applied+1, 0, 256, func(m stored) bool {
-		e, err := m.decode()
+		e, err := l.decode(m)
 		if err == nil {
 			var er *records.Erasure
 			if er, err = records.DecodeErasure(e.Record.Body); err == nil {
@@ -346,7 +346,7 @@ func (l *Log) finishErasures(ctx context.Context, stop stopper) error {
 				if intent, err = l.c.BeginErase(l.opts.Stream, clocks(er.Targets)); err == nil {
 					intents = append(intents, intent)
 					if err = stop.at(stepIntent); err == nil {
-						err = l.deleteTargets(ctx, stream, er.Targets, stop)
+						err = l.deleteTargets(ctx, stream, er.Targets, stop, &intents)
 					}
 				}
 			}
@@ -372,6 +372,9 @@ func (l *Log) finishErasures(ctx context.Context, stop stopper) error {
 			if err := l.blocks.SyncAll(); err != nil {
 				return err
 			}
+		}
+		if err := l.bodies.sync(); err != nil {
+			return err
 		}
 		if err := stop.at(stepSynced); err != nil {
 			return err
@@ -408,14 +411,29 @@ func clocks(targets []records.ErasureTarget) []uint64 {
 // deleteTargets securely deletes each target's message, when the message
 // at its clock is still the target and is not an erasure record (which
 // records.Validate refuses to name, but a record stored before that rule
-// may name: erasures stay as the audit trail whatever names them).
-func (l *Log) deleteTargets(ctx context.Context, stream jetstream.Stream, targets []records.ErasureTarget, stop stopper) error {
+// may name: erasures stay as the audit trail whatever names them). The
+// body of a record kept outside goes first, its intent added to intents;
+// so does whatever is left of one whose message is gone already (a
+// process that died between the two).
+func (l *Log) deleteTargets(ctx context.Context, stream jetstream.Stream, targets []records.ErasureTarget, stop stopper, intents *[]*natsio.EraseIntent) error {
+	eraseBody := func(t records.ErasureTarget) error {
+		intent, err := l.bodies.erase(ctx, t.Header.BD)
+		if intent != nil {
+			*intents = append(*intents, intent)
+		}
+		return err
+	}
 	for _, t := range targets {
 		if t.Clock == 0 || t.Header.Kind == records.KindErasure {
 			continue // written without a clock (nothing to find cheaply), or an erasure
 		}
 		m, err := l.get(ctx, getRequest{Seq: t.Clock})
 		if errors.Is(err, ErrNotFound) {
+			if !t.Message() {
+				if err := eraseBody(t); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		if err != nil {
@@ -426,6 +444,11 @@ func (l *Log) deleteTargets(ctx context.Context, stream jetstream.Stream, target
 		}
 		if t.Message() && records.MessageDigest(m.data) != t.Digest || !t.Message() && m.hdr.Get(HeaderID) != t.ID.String() {
 			continue // not the target
+		}
+		if !t.Message() && records.Outside(m.data) {
+			if err := eraseBody(t); err != nil {
+				return err
+			}
 		}
 		if err := l.secureDelete(ctx, stream, t.Clock); err != nil {
 			return fmt.Errorf("secure delete %d: %w", t.Clock, err)

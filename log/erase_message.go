@@ -63,7 +63,7 @@ func messageClocks(targets []records.ErasureTarget) []uint64 {
 func (l *Log) messageTargets(ctx context.Context, thread string, clocks []uint64) ([]records.ErasureTarget, []uint64, error) {
 	erased := make(map[uint64]bool)
 	err := l.scan(ctx, RecordSubject(thread, records.KindErasure), 1, 0, 256, func(m stored) bool {
-		e, err := m.decode()
+		e, err := l.decode(m)
 		if err != nil {
 			return true // a corrupt erasure record erases nothing
 		}
@@ -105,7 +105,7 @@ func (l *Log) messageTargets(ctx context.Context, thread string, clocks []uint64
 		case isErasureSubject(m.subject):
 			return nil, nil, fmt.Errorf("%w: clock %d is on an erasure subject; erasures stay as the audit trail", ErrNotErasable, c)
 		}
-		if e, err := m.decode(); err == nil {
+		if e, err := l.decode(m); err == nil {
 			return nil, nil, fmt.Errorf("%w: clock %d holds record %s, which verifies: erase it by its id", ErrNotErasable, c, e.ID)
 		}
 		targets = append(targets, records.ErasureTarget{Clock: c, Digest: records.MessageDigest(m.data)})

@@ -38,6 +38,10 @@ var (
 	// nothing was appended. The error wraps ErrRefused too and names the
 	// subject.
 	ErrForbidden = natsio.ErrForbidden
+	// ErrTooLarge reports a record larger than the log takes
+	// (Options.MaxRecord): nothing was appended. The error is a
+	// *records.FieldError on "body" too, naming the sizes.
+	ErrTooLarge = errors.New("spl/log: record too large")
 )
 
 // CorruptError describes a stored message that failed verification. It

@@ -93,7 +93,7 @@ func (l *Log) follow(ctx context.Context, subject, name string, from uint64) ite
 				yield(Entry{}, fmt.Errorf("follow %s: %w", name, err))
 				return
 			}
-			e, err := DecodeMessage(m.Subject(), md.Sequence.Stream, m.Headers(), m.Data())
+			e, err := l.DecodeMessage(m.Subject(), md.Sequence.Stream, m.Headers(), m.Data())
 			if err != nil {
 				e = Entry{Clock: md.Sequence.Stream}
 			}
@@ -141,7 +141,7 @@ func (l *Log) followGets(ctx context.Context, subject, name string, from uint64,
 	for {
 		cont := true
 		err := l.scan(ctx, subject, from, 0, readPage, func(m stored) bool {
-			e, err := m.decode()
+			e, err := l.decode(m)
 			if err != nil {
 				e = Entry{Clock: m.clock}
 			}

@@ -62,6 +62,11 @@ type Options struct {
 	// NoDoor makes the log write its stream itself even where spl serve's
 	// door answers (door.go): the log of the server that runs the door.
 	NoDoor bool
+	// MaxRecord is the largest record the log takes, in bytes of its
+	// envelope; DefaultMaxRecord (64 MiB) when zero, at most
+	// records.MaxRecordSize. A record over records.MaxEncodedSize keeps
+	// its body outside the log's messages (bodies.go).
+	MaxRecord int
 	// Observe, when set, is called by the writer after every group commit
 	// it sent (for metrics). It must return quickly.
 	Observe func(BatchStats)
@@ -98,7 +103,12 @@ func (o *Options) withDefaults() error {
 	if o.MarkEvery == 0 {
 		o.MarkEvery = DefaultMarkEvery
 	}
+	if o.MaxRecord == 0 {
+		o.MaxRecord = DefaultMaxRecord
+	}
 	switch {
+	case o.MaxRecord < records.MaxEncodedSize || o.MaxRecord > records.MaxRecordSize:
+		return fmt.Errorf("spl/log: options: MaxRecord: must be %d to %d bytes, got %d", records.MaxEncodedSize, records.MaxRecordSize, o.MaxRecord)
 	case o.Replicas < 1 || o.Replicas > 5:
 		return fmt.Errorf("spl/log: options: Replicas: must be 1 to 5, got %d", o.Replicas)
 	case o.MaxBatch < 1 || o.MaxBatch > 1000:
@@ -118,6 +128,7 @@ type Log struct {
 	mark    *marker             // the high-water mark (mark.go); nil when none is kept
 	door    *door               // spl serve's door, when its appends go there (door.go)
 	w       *writer
+	bodies  bodyStore     // bodies too large for a message (bodies.go)
 	closed  chan struct{} // Close began: no more appends
 	drained chan struct{} // the writer has drained its queue: no more reads
 	once    sync.Once
@@ -170,6 +181,7 @@ func On(ctx context.Context, c *natsio.Conn, opts Options) (*Log, error) {
 
 func open(ctx context.Context, c *natsio.Conn, opts Options) (*Log, error) {
 	l := &Log{opts: opts, c: c, closed: make(chan struct{}), drained: make(chan struct{})}
+	l.bodies.l = l
 	// A process that runs the embedded server itself has no door to ask
 	// for: spl serve holds the directory's lock when it serves it.
 	if !opts.NoDoor && !c.Serving() {

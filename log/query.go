@@ -162,7 +162,8 @@ func (l *Log) Claimants(ctx context.Context, subject string, id records.ID) ([]u
 }
 
 // Raw returns the record stored at clock decoded without verification:
-// what a message that failed verification claims to be. It returns
+// what a message that failed verification claims to be (without its body
+// when the body is kept outside). It returns
 // ErrNotFound when the clock holds no message, and an error when its
 // bytes are no record at all.
 func (l *Log) Raw(ctx context.Context, clock uint64) (*records.Record, error) {
@@ -170,7 +171,12 @@ func (l *Log) Raw(ctx context.Context, clock uint64) (*records.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec, err := records.Unmarshal(m.data)
+	var rec *records.Record
+	if records.Outside(m.data) {
+		rec, _, err = records.UnmarshalOutside(m.data) // its header: the body may be what is wrong
+	} else {
+		rec, err = records.Unmarshal(m.data)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("clock %d: %w", clock, err)
 	}

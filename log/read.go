@@ -67,14 +67,31 @@ type stored struct {
 	data    []byte
 }
 
-// decode verifies a stored message and returns it as an Entry. Anything that
-// does not verify is a *CorruptError.
-func (m stored) decode() (Entry, error) {
+// decode verifies a stored message and returns it as an Entry, its body
+// fetched when it is kept outside (bodies.go). Anything that does not
+// verify is a *CorruptError.
+func (l *Log) decode(m stored) (Entry, error) {
 	corrupt := func(reason string, err error) (Entry, error) {
 		return Entry{}, &CorruptError{Clock: m.clock, Subject: m.subject, Reason: reason, Err: err}
 	}
-	rec, err := records.Unmarshal(m.data)
-	if err != nil {
+	var rec *records.Record
+	var err error
+	if records.Outside(m.data) {
+		var size int
+		if rec, size, err = records.UnmarshalOutside(m.data); err != nil {
+			return corrupt("undecodable record", err)
+		}
+		body, err := l.bodies.get(context.Background(), rec.Header.BD, size)
+		if err == nil {
+			err = rec.AttachBody(body, size)
+		}
+		if err != nil {
+			if !errors.Is(err, records.ErrCorrupt) {
+				return Entry{}, fmt.Errorf("clock %d: %w", m.clock, err)
+			}
+			return corrupt("body kept outside does not verify", err)
+		}
+	} else if rec, err = records.Unmarshal(m.data); err != nil {
 		return corrupt("undecodable record", err)
 	}
 	idText := m.hdr.Get(HeaderID)
@@ -95,11 +112,12 @@ func (m stored) decode() (Entry, error) {
 	return Entry{Clock: m.clock, ID: want, Record: rec}, nil
 }
 
-// DecodeMessage verifies a raw stream message, as a consumer or a direct
-// get delivers it, and returns it as an Entry. A message that does not
-// verify is reported as a *CorruptError.
-func DecodeMessage(subject string, clock uint64, hdr nats.Header, data []byte) (Entry, error) {
-	return stored{subject: subject, clock: clock, hdr: hdr, data: data}.decode()
+// DecodeMessage verifies a raw message of the log's stream, as a consumer
+// or a direct get delivers it, and returns it as an Entry, its body
+// fetched when it is kept outside. A message that does not verify is
+// reported as a *CorruptError.
+func (l *Log) DecodeMessage(subject string, clock uint64, hdr nats.Header, data []byte) (Entry, error) {
+	return l.decode(stored{subject: subject, clock: clock, hdr: hdr, data: data})
 }
 
 // storedOf is a direct get's message as the log reads it.
@@ -268,7 +286,7 @@ func (l *Log) Read(ctx context.Context, thread string, opts ...ReadOption) iter.
 		cont := true
 		if o.toEnd {
 			err := l.scanAhead(ctx, o.filter(thread), o.from, readPage, func(ms []stored) bool {
-				es, errs := decodePage(ms)
+				es, errs := l.decodePage(ms)
 				for i := range ms {
 					switch {
 					case errs[i] != nil:
@@ -288,7 +306,7 @@ func (l *Log) Read(ctx context.Context, thread string, opts ...ReadOption) iter.
 			return
 		}
 		err := l.scan(ctx, o.filter(thread), o.from, 0, readPage, func(m stored) bool {
-			e, err := m.decode()
+			e, err := l.decode(m)
 			if err != nil {
 				cont = yield(Entry{Clock: m.clock}, err)
 				return cont
@@ -349,7 +367,7 @@ func (l *Log) Tail(ctx context.Context, thread string, n int, opts ...ReadOption
 		err := l.scan(ctx, filter, from, end, readPage, func(m stored) bool {
 			if o.act != "" {
 				// Filtering by act needs the decoded header.
-				e, err := m.decode()
+				e, err := l.decode(m)
 				if err == nil && !o.keep(e) {
 					return true
 				}
@@ -372,7 +390,7 @@ func (l *Log) Tail(ctx context.Context, thread string, n int, opts ...ReadOption
 				k := count % n
 				ordered = append(append([]stored{}, ring[k:]...), ring[:k]...)
 			}
-			return decodeAll(ordered)
+			return l.decodeAll(ordered)
 		}
 		window *= 4
 	}
@@ -398,7 +416,7 @@ func (l *Log) walkBack(ctx context.Context, last stored, n int, start uint64) ([
 	go func() {
 		defer close(done)
 		for i := range work {
-			e, err := ms[i].decode()
+			e, err := l.decode(ms[i])
 			es[i], bad[i] = e, err != nil
 		}
 	}()
@@ -468,11 +486,11 @@ func (l *Log) getEach(ctx context.Context, clocks []uint64, fn func(int, stored)
 	return l.c.Each(ctx, l.opts.Stream, clocks, func(i int, m natsio.Message) { fn(i, storedOf(m)) })
 }
 
-func decodeAll(ms []stored) ([]Entry, error) {
+func (l *Log) decodeAll(ms []stored) ([]Entry, error) {
 	out := make([]Entry, 0, len(ms))
 	var errs []error
 	for _, m := range ms {
-		e, err := m.decode()
+		e, err := l.decode(m)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -493,7 +511,7 @@ func (l *Log) Latest(ctx context.Context, thread, kind string) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	return m.decode()
+	return l.decode(m)
 }
 
 // LatestValid returns the newest record of kind on thread that verifies,
@@ -555,7 +573,7 @@ func (l *Log) Head(ctx context.Context, thread string) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	return m.decode()
+	return l.decode(m)
 }
 
 // At returns the record at clock c.
@@ -564,7 +582,7 @@ func (l *Log) At(ctx context.Context, c uint64) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	return m.decode()
+	return l.decode(m)
 }
 
 // Get returns the record with id. With a thread it scans that thread only;
@@ -590,7 +608,7 @@ func (l *Log) Get(ctx context.Context, id records.ID, thread string) (Entry, err
 	if found == nil {
 		return Entry{}, fmt.Errorf("record %s: %w", want, ErrNotFound)
 	}
-	return found.decode()
+	return l.decode(*found)
 }
 
 // IDsEnding returns the distinct ids that end with suffix among the

@@ -126,7 +126,7 @@ func (l *Log) verify(ctx context.Context, filter string, progress func(uint64), 
 		erasureFilter = SubjectPrefix + ".*." + records.KindErasure
 	}
 	err = l.scan(ctx, erasureFilter, 1, 0, 256, func(m stored) bool {
-		e, err := m.decode()
+		e, err := l.decode(m)
 		if err != nil {
 			return true // reported in pass 2
 		}
@@ -182,7 +182,7 @@ func (l *Log) verify(ctx context.Context, filter string, progress func(uint64), 
 			st = &chainState{}
 			chains[tok] = st
 		}
-		e, err := m.decode()
+		e, err := l.decode(m)
 		if err != nil {
 			var claimed records.ID
 			if id, perr := records.ParseID(m.hdr.Get(HeaderID)); perr == nil {

@@ -741,7 +741,15 @@ func (w *writer) seal(batch []*Pending) ([]*Pending, error) {
 			continue
 		}
 		p.sealed = p.rec.WithPrev(r.last)
-		data, err := p.sealed.Marshal()
+		var data []byte
+		var err error
+		if p.outside {
+			data, err = p.sealed.MarshalOutside()
+		} else if data, err = p.sealed.Marshal(); err == nil && len(data) > records.MaxEncodedSize {
+			// Submit sends such a record outside (fits); one queued
+			// behind its back does not fit a message.
+			err = &records.FieldError{Field: "body", Rule: fmt.Sprintf("record is %d bytes encoded; a message holds at most %d", len(data), records.MaxEncodedSize)}
+		}
 		if err != nil {
 			p.finish(Entry{}, fmt.Errorf("spl/log: append: %w", err))
 			continue

@@ -50,7 +50,7 @@ func (r *Runtime) decodeLoop(ctx context.Context, msgs <-chan jetstream.Msg, out
 			}
 		}
 		var b decodedBatch
-		b.entries, b.corrupt, b.last, b.pending, b.err = decodeBatch(batch)
+		b.entries, b.corrupt, b.last, b.pending, b.err = decodeBatch(r.log, batch)
 		select {
 		case out <- b:
 		case <-ctx.Done():
@@ -65,7 +65,7 @@ func (r *Runtime) decodeLoop(ctx context.Context, msgs <-chan jetstream.Msg, out
 // decodeBatch verifies the messages of a batch, on every core, and returns
 // the entries, the clocks of the messages that do not verify, the last
 // clock, and the messages pending after it.
-func decodeBatch(batch []jetstream.Msg) ([]log.Entry, []uint64, uint64, uint64, error) {
+func decodeBatch(l *log.Log, batch []jetstream.Msg) ([]log.Entry, []uint64, uint64, uint64, error) {
 	entries := make([]log.Entry, len(batch))
 	errs := make([]error, len(batch))
 	clocks := make([]uint64, len(batch))
@@ -81,7 +81,7 @@ func decodeBatch(batch []jetstream.Msg) ([]log.Entry, []uint64, uint64, uint64, 
 		if i == len(batch)-1 { // decoded by one goroutine, read after them all
 			pending = md.NumPending
 		}
-		entries[i], errs[i] = log.DecodeMessage(m.Subject(), md.Sequence.Stream, m.Headers(), m.Data())
+		entries[i], errs[i] = l.DecodeMessage(m.Subject(), md.Sequence.Stream, m.Headers(), m.Data())
 	}
 	workers := runtime.GOMAXPROCS(0)
 	if len(batch) < 64 || workers == 1 {

@@ -77,7 +77,7 @@
 //
 // The holder consumes the log with an ordered consumer from the stored
 // position. Messages waiting are gathered into a batch (Options.MaxBatch,
-// 32 MiB), verified with log.DecodeMessage on every core while the previous
+// 32 MiB), verified with log.Log.DecodeMessage on every core while the previous
 // batch is stored, folded, and stored: the changed values of each model
 // (in the order of the clocks that changed them), then the position. While
 // the consumer has more messages pending (a rebuild, a projector behind),

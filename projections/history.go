@@ -12,6 +12,7 @@ import (
 type logHistory struct {
 	d      direct
 	stream string
+	log    *log.Log // decodes what the gets return
 }
 
 var _ History = (*logHistory)(nil)
@@ -32,7 +33,7 @@ func (h *logHistory) Find(ctx context.Context, thread, kind string, id records.I
 				return 0, nil
 			}
 			if m.hdr.Get(log.HeaderID) == want {
-				if _, err := log.DecodeMessage(m.subject, m.seq, m.hdr, m.data); err == nil {
+				if _, err := h.log.DecodeMessage(m.subject, m.seq, m.hdr, m.data); err == nil {
 					return m.seq, nil
 				}
 			}
@@ -57,7 +58,7 @@ func (h *logHistory) After(ctx context.Context, thread string, after, before uin
 			if m.seq >= before || len(out) == n {
 				return out, nil
 			}
-			if e, err := log.DecodeMessage(m.subject, m.seq, m.hdr, m.data); err == nil {
+			if e, err := h.log.DecodeMessage(m.subject, m.seq, m.hdr, m.data); err == nil {
 				out = append(out, e)
 			}
 			from = m.seq + 1
@@ -90,7 +91,7 @@ func (h *logHistory) Before(ctx context.Context, thread, kind string, before uin
 				last = m
 			}
 		}
-		if e, err := log.DecodeMessage(last.subject, last.seq, last.hdr, last.data); err == nil {
+		if e, err := h.log.DecodeMessage(last.subject, last.seq, last.hdr, last.data); err == nil {
 			return e, true, nil
 		}
 		before = last.seq

@@ -162,7 +162,7 @@ func New(ctx context.Context, c *natsio.Conn, l *log.Log, f Fold, opts Options) 
 	r := &Runtime{
 		log: l, conn: c, fold: f, opts: opts, d: d,
 		store: &kvStore{js: c.JS, nc: c.NC, d: d, stream: l.StreamName(), replicas: opts.Replicas},
-		hist:  &logHistory{d: d, stream: l.StreamName()},
+		hist:  &logHistory{d: d, stream: l.StreamName(), log: l},
 	}
 	r.models = r.store
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
