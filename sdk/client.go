@@ -55,6 +55,10 @@ var (
 	// (log.ErrDiskFull): nothing was appended, unless the error also
 	// wraps ErrInDoubt. Free space and append again.
 	ErrDiskFull = splog.ErrDiskFull
+	// ErrTooLarge reports a record larger than the log takes
+	// (WithMaxRecord; log.ErrTooLarge): nothing was appended. The error
+	// is a *records.FieldError on "body" too, naming the sizes.
+	ErrTooLarge = splog.ErrTooLarge
 	// ErrProjectionBusy reports that another process holds a projection's
 	// lease and did not hand it over (projections.ErrBusy).
 	ErrProjectionBusy = projections.ErrBusy
@@ -89,7 +93,14 @@ type config struct {
 	bindingsByAdmin bool // WithBindingsByAdmin (rights.go)
 	noSigning       bool
 	noDoor          bool // WithoutDoor
+	maxRecord       int  // WithMaxRecord
 }
+
+// WithMaxRecord sets the largest record the client appends, in bytes of
+// its envelope (log.Options.MaxRecord): 64 MiB by default, at least
+// 1 MiB. A record over 1 MiB keeps its body beside the log, with the same
+// id; one over the limit is refused with ErrTooLarge.
+func WithMaxRecord(n int) Option { return func(c *config) { c.maxRecord = n } }
 
 // WithoutDoor makes the client write the log's stream itself even where
 // spl serve's door answers (log.Options.NoDoor): the option of the
@@ -297,7 +308,7 @@ func open(ctx context.Context, cfg config, co natsio.Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spl/log: %w", err)
 	}
-	l, err := splog.On(ctx, conn, splog.Options{Replicas: cfg.replicas, Timeout: cfg.timeout, Observe: cfg.observe, MarkDir: cfg.markDir, NoDoor: cfg.noDoor})
+	l, err := splog.On(ctx, conn, splog.Options{Replicas: cfg.replicas, Timeout: cfg.timeout, Observe: cfg.observe, MarkDir: cfg.markDir, NoDoor: cfg.noDoor, MaxRecord: cfg.maxRecord})
 	if err != nil {
 		conn.Close()
 		return nil, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
 )
@@ -22,7 +23,7 @@ import (
 const (
 	DefaultListen          = "127.0.0.1:4222"
 	DefaultHTTP            = "127.0.0.1:7475"
-	DefaultMaxBody         = 2 << 20 // bytes of one HTTP request body
+	DefaultMaxRecord       = splog.DefaultMaxRecord // bytes of one record's envelope
 	DefaultHeartbeat       = 15 * time.Second
 	DefaultShutdownTimeout = 30 * time.Second
 	DefaultThreadsWait     = 2 * time.Second // GET /v1/threads' wait for the thread index
@@ -132,7 +133,12 @@ type Config struct {
 
 	// Timeout bounds one request of the log to the server (log.Options.Timeout).
 	Timeout time.Duration
-	// MaxBody bounds an HTTP request body (DefaultMaxBody when zero).
+	// MaxRecord is the largest record the server takes, in bytes of its
+	// envelope (sdk.WithMaxRecord; DefaultMaxRecord when zero): larger
+	// ones are refused, over HTTP with 413 naming the field body.
+	MaxRecord int
+	// MaxBody bounds an HTTP request body: MaxRecord and a quarter more
+	// when zero, for the JSON a body of MaxRecord bytes takes.
 	MaxBody int64
 	// ThreadsWait bounds how long GET /v1/threads waits for the thread
 	// index to apply the log's last clock before it answers what the index
@@ -209,7 +215,8 @@ func (c Config) withDefaults() Config {
 	c.Listen = cmp.Or(c.Listen, DefaultListen)
 	c.HTTP = cmp.Or(c.HTTP, DefaultHTTP)
 	c.Replicas = cmp.Or(c.Replicas, replicas)
-	c.MaxBody = cmp.Or(c.MaxBody, DefaultMaxBody)
+	c.MaxRecord = cmp.Or(c.MaxRecord, DefaultMaxRecord)
+	c.MaxBody = cmp.Or(c.MaxBody, int64(c.MaxRecord)+int64(c.MaxRecord)/4)
 	c.Heartbeat = cmp.Or(c.Heartbeat, DefaultHeartbeat)
 	c.ThreadsWait = cmp.Or(c.ThreadsWait, DefaultThreadsWait)
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, DefaultShutdownTimeout)
@@ -267,6 +274,8 @@ func (c Config) validate() error {
 		return configErr("HTTPTLSKey", "HTTPTLSCert and HTTPTLSKey go together")
 	case c.HTTPClientCA != "" && c.HTTPTLSCert == "":
 		return configErr("HTTPClientCA", "needs HTTPTLSCert: client certificates are a part of TLS")
+	case c.MaxRecord < records.MaxEncodedSize || c.MaxRecord > records.MaxRecordSize:
+		return configErr("MaxRecord", "must be %d to %d bytes, got %d", records.MaxEncodedSize, records.MaxRecordSize, c.MaxRecord)
 	case c.MaxBody < 1024:
 		return configErr("MaxBody", "must be at least 1024 bytes, got %d", c.MaxBody)
 	case c.ThreadsWait < 0:

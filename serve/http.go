@@ -206,6 +206,8 @@ func (s *Server) classify(r *http.Request, err error) (int, wire.Error) {
 		// may wrap the field error of its damaged part.
 		s.logger.Error("corrupt record", "path", r.URL.Path, "err", err)
 		return http.StatusInternalServerError, wire.Error{Error: err.Error()}
+	case errors.Is(err, sdk.ErrTooLarge) && errors.As(err, &fe):
+		return http.StatusRequestEntityTooLarge, wire.Error{Error: err.Error(), Field: fe.Field, Rule: fe.Rule}
 	case errors.As(err, &fe):
 		return http.StatusBadRequest, wire.Error{Error: err.Error(), Field: fe.Field, Rule: fe.Rule}
 	case errors.As(err, &ce):

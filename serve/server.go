@@ -242,6 +242,7 @@ func (s *Server) openLog() {
 		sdk.WithNATSOptions(append([]nats.Option{nats.InProcessServer(s.ns)}, s.own...)...),
 		sdk.WithReplicas(s.cfg.Replicas),
 		sdk.WithTimeout(s.cfg.Timeout),
+		sdk.WithMaxRecord(s.cfg.MaxRecord),
 		sdk.WithName("spl-serve"),
 		sdk.WithBatchObserver(s.m.observeBatch),
 		sdk.WithActor(""), // every request names its actor

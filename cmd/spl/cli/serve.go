@@ -162,6 +162,7 @@ signatures are checked: the write token publishes no record over NATS
 	f.DurationVar(&cfg.HTTPReadTimeout, "http-read-timeout", serve.DefaultHTTPReadTimeout, "bound on reading one HTTP request, headers and body")
 	f.DurationVar(&cfg.HTTPWriteTimeout, "http-write-timeout", serve.DefaultHTTPWriteTimeout, "bound on writing one HTTP answer (an SSE tail: on each write)")
 	f.DurationVar(&cfg.HTTPIdleTimeout, "http-idle-timeout", serve.DefaultHTTPIdleTimeout, "bound on a keep-alive HTTP connection's wait for its next request")
+	f.IntVar(&cfg.MaxRecord, "max-record", serve.DefaultMaxRecord, "largest record taken, in bytes of its encoding (a record over 1 MiB keeps its body beside the log); HTTP request bodies may be a quarter larger")
 	f.IntVar(&cfg.HTTPMaxConns, "http-max-conns", serve.DefaultHTTPMaxConns, "HTTP connections open at once, shared out by credential; the oldest not yet sent a request is closed for a new one")
 	f.DurationVar(&cfg.RetentionEvery, "retention-every", 0, "enforce the retention policies on every thread this often, as --retention-actor (0: only at saves and spl retention apply)")
 	f.StringVar(&cfg.RetentionActor, "retention-actor", "", "actor DID of the erasure records --retention-every appends")
@@ -183,7 +184,7 @@ var serveFlags = map[string]string{
 	"NKeys": "--nkey", "TLSCert": "--tls-cert", "TLSKey": "--tls-key", "TLSCA": "--tls-ca",
 	"TLSVerify": "--tls-verify", "ShutdownTimeout": "--shutdown-timeout", "Timeout": "--request-timeout",
 	"HTTPReadTimeout": "--http-read-timeout", "HTTPWriteTimeout": "--http-write-timeout", "IdleExit": "--idle-exit",
-	"HTTPIdleTimeout": "--http-idle-timeout", "HTTPMaxConns": "--http-max-conns",
+	"HTTPIdleTimeout": "--http-idle-timeout", "HTTPMaxConns": "--http-max-conns", "MaxRecord": "--max-record",
 	"RetentionEvery": "--retention-every", "RetentionActor": "--retention-actor",
 	"InsecureNoAuth": "--insecure-no-auth", "HTTPToken": "--http-token-file", "HTTPReadToken": "--http-read-token-file",
 	"HTTPTLSCert": "--http-tls-cert", "HTTPTLSKey": "--http-tls-key", "HTTPClientCA": "--http-client-ca",
