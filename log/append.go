@@ -176,9 +176,11 @@ func (l *Log) submitWith(ctx context.Context, rec *records.Record, cond bool, af
 	}
 	if outside {
 		if l.door != nil {
-			return nil, fmt.Errorf("spl/log: append: %w: a record over %d bytes goes through spl serve's HTTP API, not yet its NATS door", ErrTooLarge, records.MaxEncodedSize)
+			err = l.door.putBody(ctx, rec)
+		} else {
+			err = l.bodies.put(ctx, rec.Header.BD, rec.Body)
 		}
-		if err := l.bodies.put(ctx, rec.Header.BD, rec.Body); err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("spl/log: append: %w", err)
 		}
 	}

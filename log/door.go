@@ -2,6 +2,7 @@ package log
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -445,7 +446,13 @@ func (d *door) sendAttempt(w *writer, batch []*Pending, after map[*Pending]uint6
 	size := 0
 	sent := batch[:0:0]
 	for _, p := range batch {
-		data, err := p.rec.Marshal()
+		var data []byte
+		var err error
+		if p.outside {
+			data, err = p.rec.MarshalOutside() // the body went ahead (putBody)
+		} else {
+			data, err = p.rec.Marshal()
+		}
 		if err != nil {
 			p.finish(Entry{}, fmt.Errorf("spl/log: append: %w", err))
 			continue
@@ -487,7 +494,7 @@ func (d *door) sendAttempt(w *writer, batch []*Pending, after map[*Pending]uint6
 	var lost []*Pending
 	for i, p := range sent {
 		r := rep.Results[i]
-		e, err := doorEntry(p.rec, r.ID, r.Clock, r.Prev, r.Stored, r.Err)
+		e, err := d.l.doorEntry(p.rec, r.ID, r.Clock, r.Prev, r.Stored, r.Err)
 		if errors.Is(err, ErrExpectation) && !p.cond && attempt < maxAttempts {
 			if _, ok := after[p]; !ok {
 				lost = append(lost, p)
@@ -644,8 +651,9 @@ func doorItem(rec *records.Record, data []byte, cond bool, after uint64) DoorIte
 }
 
 // doorEntry is the entry of a record the door answered for: rec chained on
-// prev, or the record as stored when the server sent it.
-func doorEntry(rec *records.Record, id []byte, clock uint64, prev, stored []byte, derr *DoorError) (Entry, error) {
+// prev, or the record as stored when the server sent it (its body read
+// from the log when the server sent it without, kept outside).
+func (l *Log) doorEntry(rec *records.Record, id []byte, clock uint64, prev, stored []byte, derr *DoorError) (Entry, error) {
 	if derr != nil {
 		return Entry{}, derr
 	}
@@ -654,11 +662,24 @@ func doorEntry(rec *records.Record, id []byte, clock uint64, prev, stored []byte
 		return Entry{}, fmt.Errorf("door: answer: id: %w", err)
 	}
 	var sealed *records.Record
-	if len(stored) > 0 {
+	switch {
+	case len(stored) > 0 && records.Outside(stored):
+		var size int
+		if sealed, size, err = records.UnmarshalOutside(stored); err != nil {
+			return Entry{}, fmt.Errorf("door: answer: stored record: %w", err)
+		}
+		body, err := l.bodies.get(context.Background(), sealed.Header.BD, size)
+		if err == nil {
+			err = sealed.AttachBody(body, size)
+		}
+		if err != nil {
+			return Entry{}, fmt.Errorf("door: answer: stored record's body: %w", err)
+		}
+	case len(stored) > 0:
 		if sealed, err = records.Unmarshal(stored); err != nil {
 			return Entry{}, fmt.Errorf("door: answer: stored record: %w", err)
 		}
-	} else {
+	default:
 		p, err := records.IDFromBytes(prev)
 		if err != nil && len(prev) > 0 {
 			return Entry{}, fmt.Errorf("door: answer: prev: %w", err)
@@ -695,7 +716,7 @@ func (d *door) erase(ctx context.Context, rec *records.Record, o eraseOptions) (
 	if rep.Err != nil {
 		return EraseResult{}, rep.Err
 	}
-	e, err := doorEntry(rec, rep.ID, rep.Clock, rep.Prev, nil, nil)
+	e, err := d.l.doorEntry(rec, rep.ID, rep.Clock, rep.Prev, nil, nil)
 	if err != nil {
 		return EraseResult{}, err
 	}
@@ -743,6 +764,29 @@ func (l *Log) DoorCall(ctx context.Context, op string, req DoorBlobRequest) (Doo
 		return DoorBlobReply{}, rep.Err
 	}
 	return rep, nil
+}
+
+// DoorBodies is the bucket of DoorBlobPut that stages the body of a record
+// too large for one request, named by its body digest in hex, for the
+// DoorAppend that follows it (whose item is the record as
+// records.MarshalOutside writes it). The server keeps a staged body for a
+// minute, for that append and its retries.
+const DoorBodies = "spl.bodies"
+
+// putBody stages rec's body on the server, in parts, ahead of its append.
+func (d *door) putBody(ctx context.Context, rec *records.Record) error {
+	name := hex.EncodeToString(rec.Header.BD[:])
+	part := d.l.DoorPart()
+	for off := 0; ; off += part {
+		end := min(off+part, len(rec.Body))
+		req := DoorBlobRequest{Bucket: DoorBodies, Name: name, Offset: int64(off), Size: int64(len(rec.Body)), Data: rec.Body[off:end]}
+		if _, err := d.l.DoorCall(ctx, DoorBlobPut, req); err != nil {
+			return fmt.Errorf("put body: %w", err)
+		}
+		if end == len(rec.Body) {
+			return nil
+		}
+	}
 }
 
 // DoorPart is the most a blob operation carries in one request: a part

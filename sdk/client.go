@@ -96,6 +96,10 @@ type config struct {
 	maxRecord       int  // WithMaxRecord
 }
 
+// DefaultMaxRecord is the largest record a client appends unless
+// WithMaxRecord says otherwise: 64 MiB of envelope (log.DefaultMaxRecord).
+const DefaultMaxRecord = splog.DefaultMaxRecord
+
 // WithMaxRecord sets the largest record the client appends, in bytes of
 // its envelope (log.Options.MaxRecord): 64 MiB by default, at least
 // 1 MiB. A record over 1 MiB keeps its body beside the log, with the same

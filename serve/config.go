@@ -14,7 +14,6 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
 )
@@ -23,7 +22,7 @@ import (
 const (
 	DefaultListen          = "127.0.0.1:4222"
 	DefaultHTTP            = "127.0.0.1:7475"
-	DefaultMaxRecord       = splog.DefaultMaxRecord // bytes of one record's envelope
+	DefaultMaxRecord       = sdk.DefaultMaxRecord // bytes of one record's envelope
 	DefaultHeartbeat       = 15 * time.Second
 	DefaultShutdownTimeout = 30 * time.Second
 	DefaultThreadsWait     = 2 * time.Second // GET /v1/threads' wait for the thread index

@@ -3,6 +3,7 @@ package serve
 import (
 	"cmp"
 	"context"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync"
@@ -43,6 +44,7 @@ type door struct {
 
 	mu      sync.Mutex
 	uploads map[string]*upload // blob puts in parts, by name
+	staged  map[string]*upload // bodies staged for their records' appends (splog.DoorBodies), by name
 }
 
 // upload is a blob put in parts, gathered until it is whole.
@@ -60,7 +62,7 @@ func (s *Server) startDoor() error {
 	if err != nil {
 		return fmt.Errorf("door: %w", err)
 	}
-	d := &door{s: s, nc: nc, slot: make(chan struct{}, doorInFlight), uploads: make(map[string]*upload)}
+	d := &door{s: s, nc: nc, slot: make(chan struct{}, doorInFlight), uploads: make(map[string]*upload), staged: make(map[string]*upload)}
 	for _, right := range []string{splog.DoorAdmin, splog.DoorWrite} {
 		sub, err := nc.QueueSubscribe(splog.DoorSubject(right, ">"), splog.DoorQueue, d.receive)
 		if err != nil {
@@ -218,7 +220,7 @@ func (d *door) append(ctx context.Context, c *sdk.Client, req splog.DoorAppendRe
 	}
 	pending := make([]sent, len(req.Items))
 	for i, it := range req.Items {
-		rec, err := doorRecord(it)
+		rec, err := d.record(it)
 		if err == nil {
 			var out *records.Record
 			pending[i].p, out, err = c.SubmitRecord(ctx, rec, it.Cond, it.After)
@@ -237,13 +239,20 @@ func (d *door) append(ctx context.Context, c *sdk.Client, req splog.DoorAppendRe
 			rep.Results[i].Err = splog.NewDoorError(err)
 			continue
 		}
+		if records.Outside(req.Items[i].Record) {
+			d.unstage(e.Record.Header.BD) // landed: no retry needs it
+		}
 		r := &rep.Results[i]
 		r.ID, r.Clock = e.ID.Bytes(), e.Clock
 		if !e.Record.Header.Prev.IsZero() {
 			r.Prev = e.Record.Header.Prev.Bytes()
 		}
 		if s.stored {
-			data, err := e.Record.Marshal()
+			marshal := e.Record.Marshal
+			if !e.Record.Inline() {
+				marshal = e.Record.MarshalOutside // the client reads the body from the log
+			}
+			data, err := marshal()
 			if err != nil {
 				r.Err = splog.NewDoorError(err)
 				continue
@@ -254,10 +263,34 @@ func (d *door) append(ctx context.Context, c *sdk.Client, req splog.DoorAppendRe
 	return rep, nil
 }
 
-// doorRecord decodes a record a client sent, with its signature.
-func doorRecord(it splog.DoorItem) (*records.Record, error) {
-	rec, err := records.Unmarshal(it.Record)
-	if err != nil {
+// unstage drops the staged body whose digest is bd.
+func (d *door) unstage(bd [32]byte) {
+	d.mu.Lock()
+	delete(d.staged, hex.EncodeToString(bd[:]))
+	d.mu.Unlock()
+}
+
+// record decodes a record a client sent, with its signature, and with
+// the body it staged when it sent the record without (splog.DoorBodies).
+func (d *door) record(it splog.DoorItem) (*records.Record, error) {
+	var rec *records.Record
+	var err error
+	if records.Outside(it.Record) {
+		var size int
+		if rec, size, err = records.UnmarshalOutside(it.Record); err != nil {
+			return nil, &records.FieldError{Field: "rec", Rule: fmt.Sprintf("not an spl record: %v", err)}
+		}
+		name := hex.EncodeToString(rec.Header.BD[:])
+		d.mu.Lock()
+		u := d.staged[name]
+		d.mu.Unlock()
+		if u == nil {
+			return nil, &records.FieldError{Field: "rec", Rule: fmt.Sprintf("its body (%s) is not staged: put it in %s first, at most %s before the append", name, splog.DoorBodies, doorUploadTTL)}
+		}
+		if err := rec.AttachBody(u.data, size); err != nil {
+			return nil, &records.FieldError{Field: "rec", Rule: fmt.Sprintf("the staged body: %v", err)}
+		}
+	} else if rec, err = records.Unmarshal(it.Record); err != nil {
 		return nil, &records.FieldError{Field: "rec", Rule: fmt.Sprintf("not an spl record: %v", err)}
 	}
 	if it.Sig != "" {
@@ -270,7 +303,7 @@ func doorRecord(it splog.DoorItem) (*records.Record, error) {
 
 // erase hands an erasure record to the service layer.
 func (d *door) erase(ctx context.Context, c *sdk.Client, req splog.DoorEraseRequest) (splog.DoorEraseReply, error) {
-	rec, err := doorRecord(req.Item)
+	rec, err := d.record(req.Item)
 	if err != nil {
 		return splog.DoorEraseReply{}, err
 	}
@@ -291,20 +324,41 @@ func (d *door) erase(ctx context.Context, c *sdk.Client, req splog.DoorEraseRequ
 	return rep, nil
 }
 
-// blobPut takes one part of a blob; the last part stores it.
+// blobPut takes one part of a blob; the last part stores it, or stages
+// it for its record's append when it is a body (splog.DoorBodies).
 func (d *door) blobPut(ctx context.Context, c *sdk.Client, req splog.DoorBlobRequest) (splog.DoorBlobReply, error) {
-	if req.Size < 0 || req.Size > doorMaxBlob {
-		return splog.DoorBlobReply{}, &records.FieldError{Field: "size", Rule: fmt.Sprintf("a blob put through the door is at most %d bytes, not %d", doorMaxBlob, req.Size)}
+	body := req.Bucket == splog.DoorBodies
+	limit := int64(doorMaxBlob)
+	if body {
+		limit = int64(d.s.cfg.MaxRecord)
 	}
-	if req.Offset == 0 && int64(len(req.Data)) == req.Size {
-		return splog.DoorBlobReply{}, c.PutBlob(ctx, req.Bucket, req.Name, req.Data)
+	if req.Size < 0 || req.Size > limit {
+		return splog.DoorBlobReply{}, &records.FieldError{Field: "size", Rule: fmt.Sprintf("a blob put through the door is at most %d bytes, not %d", limit, req.Size)}
+	}
+	store := func(data []byte) error {
+		if !body {
+			return c.PutBlob(ctx, req.Bucket, req.Name, data)
+		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if len(d.staged) >= doorMaxUploads {
+			return fmt.Errorf("body %s: %d bodies are staged already: try again later", req.Name, doorMaxUploads)
+		}
+		d.staged[req.Name] = &upload{data: data, size: req.Size, expires: time.Now().Add(doorUploadTTL)}
+		return nil
 	}
 	d.mu.Lock()
 	now := time.Now()
-	for name, u := range d.uploads {
-		if now.After(u.expires) {
-			delete(d.uploads, name)
+	for _, m := range []map[string]*upload{d.uploads, d.staged} {
+		for name, u := range m {
+			if now.After(u.expires) {
+				delete(m, name)
+			}
 		}
+	}
+	if req.Offset == 0 && int64(len(req.Data)) == req.Size {
+		d.mu.Unlock()
+		return splog.DoorBlobReply{}, store(req.Data)
 	}
 	u := d.uploads[req.Name]
 	switch {
@@ -333,7 +387,7 @@ func (d *door) blobPut(ctx context.Context, c *sdk.Client, req splog.DoorBlobReq
 	if !whole {
 		return splog.DoorBlobReply{}, nil
 	}
-	return splog.DoorBlobReply{}, c.PutBlob(ctx, req.Bucket, req.Name, u.data)
+	return splog.DoorBlobReply{}, store(u.data)
 }
 
 // blobGet answers one part of a blob, as large as the door's parts are.

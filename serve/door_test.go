@@ -269,3 +269,47 @@ func TestDoorRebuildTakesTheAdminRight(t *testing.T) {
 		t.Fatalf("rebuild with the write token: %v, want ErrReadOnly naming the admin token", err)
 	}
 }
+
+// A Go program over NATS appends records of 10 MB through the door: the
+// body is staged on the server in parts, the record lands with the id the
+// client computed, and it reads back whole. One the server's redaction
+// changes comes back as stored, its body read from the log.
+func TestDoorLargeRecord(t *testing.T) {
+	s := start(t, Config{})
+	c := doorClient(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	big := strings.Repeat("y", 10<<20)
+	r, err := c.Emit(ctx, sdk.Event{Act: records.ActKnow, Kind: "agent.state", Thread: "th_door_big", Body: map[string]any{"messages": big}})
+	if err != nil {
+		t.Fatalf("emit 10 MB through the door: %v", err)
+	}
+	got, err := c.Record(ctx, r.ID, "th_door_big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Messages string `cbor:"messages"`
+	}
+	if err := got.DecodeBody(&body); err != nil || body.Messages != big {
+		t.Fatalf("read back %d bytes (%v), want %d", len(body.Messages), err, len(big))
+	}
+
+	if _, err := s.Client().SetRedaction(ctx, "did:sync:agent:admin", sdk.RedactionPolicy{Thread: "th_door_big", Keys: []string{"api_key"}}); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := c.Emit(ctx, sdk.Event{Act: records.ActKnow, Kind: "agent.state", Thread: "th_door_big", Body: map[string]any{"messages": big, "api_key": "sk-secret"}})
+	if err != nil {
+		t.Fatalf("emit a redacted 10 MB record: %v", err)
+	}
+	got, err = s.Client().Record(ctx, r2.ID, "th_door_big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(got.Body), "sk-secret") || !strings.Contains(string(got.Body), big[:64]) {
+		t.Fatalf("stored record: the key is kept or the messages are gone")
+	}
+	if rep, err := c.Verify(ctx, "th_door_big"); err != nil || !rep.OK() {
+		t.Fatalf("verify: %+v, %v", rep, err)
+	}
+}

@@ -14,10 +14,11 @@ import (
 	"github.com/spl-dev/spl/sdk"
 )
 
-// maxBodyInput bounds the JSON read for one body. It is well above what
-// fits in a record (records.MaxEncodedSize), so a body that is too large
-// is refused by the record's own size rule, with its own message.
-const maxBodyInput = 8 * records.MaxEncodedSize
+// maxBodyInput bounds the JSON read for one body. It is well above the
+// largest record a log takes by default (sdk.DefaultMaxRecord), so a body
+// that is too large is refused by the log's own size rule, with its own
+// message.
+const maxBodyInput = 2 * sdk.DefaultMaxRecord
 
 func newEmitCommand(a *app) *cobra.Command {
 	var thread, act, kind, body, bodyFile, actor string
@@ -113,7 +114,7 @@ func (a *app) readBody(name string) ([]byte, error) {
 	}
 	if len(data) > maxBodyInput {
 		return nil, usagef("--body-file %s: more than %d bytes of JSON; a record holds at most %d bytes encoded",
-			name, maxBodyInput, records.MaxEncodedSize)
+			name, maxBodyInput, sdk.DefaultMaxRecord)
 	}
 	return data, nil
 }
