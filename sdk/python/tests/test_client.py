@@ -76,6 +76,18 @@ class ClientTest(unittest.IsolatedAsyncioTestCase):
         raw = await self.client.record_bytes(cps[0].id, thread=thread)
         self.assertEqual(raw[0], 0xA3)
 
+    async def test_large_records(self):
+        thread = fresh("th_large")
+        messages = [f"message {i} " + "x" * 1000 for i in range(10_000)]
+        r = await self.client.emit(act="KNOW", kind="agent.state", thread=thread, body={"messages": messages})
+        back = await self.client.record(r.id, thread=thread)
+        self.assertTrue(back.verified)
+        self.assertEqual(back.stored_body["messages"], messages)
+        await self.client.emit(act="LEARN", kind="agent.session.checkpoint", thread=thread,
+            body={"summary": "long", "learnings": ["kept"], "state": {"messages": messages[:5_000]}})
+        cp = await self.client.latest_checkpoint(thread)
+        self.assertEqual(len(cp["state"]["messages"]), 5_000)
+
     async def test_errors(self):
         with self.assertRaises(spl.InvalidError) as e:
             await self.client.emit(act="do", kind="agent.step", thread="t", body={})

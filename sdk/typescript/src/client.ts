@@ -132,10 +132,11 @@ export interface QueryOptions {
 }
 
 /**
- * Bounds of one batch. The server takes at most 1000 records and 2 MiB a
- * request; a batch is cut once it holds half that much record JSON, so
- * that no batch is refused whole for its size, with room to spare. A
- * record larger than that goes alone.
+ * Bounds of one batch. The server takes at most 1000 records a request;
+ * a batch is cut once it holds 1 MiB of record JSON, so that one large
+ * record does not hold back the small ones of its moment. A record larger
+ * than that goes alone (the server keeps a body over 1 MiB beside the log,
+ * up to its --max-record).
  */
 const MAX_BATCH_RECORDS = 1000;
 const MAX_BATCH_BYTES = 1 << 20;

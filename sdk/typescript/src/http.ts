@@ -29,7 +29,16 @@ interface Waiter {
 
 class Conn {
   readonly sock: Socket;
+  // What arrived of the current answer: buf[0:len], buf grown by doubling
+  // so that an answer of n bytes costs O(n) copies, not one per packet.
   private buf: Buffer = Buffer.alloc(0);
+  private len = 0;
+  // The fewest bytes the answer can be complete in (parse's hint): no
+  // parse before they are here.
+  private need = 0;
+  // buf when it is memory the connection does not own (a packet, or the
+  // rest after an answer): copied before anything is written into it.
+  private shared: Buffer | undefined;
   private waiter?: Waiter;
   private closed?: Error;
   onIdle?: (c: Conn) => void;
@@ -76,16 +85,35 @@ class Conn {
       return;
     }
     w.started = true;
-    this.buf = this.buf.length ? Buffer.concat([this.buf, d]) : d;
-    let a: { answer: Answer; keep: boolean; rest: Buffer } | undefined;
+    if (this.len === 0) {
+      this.buf = d;
+      this.len = d.length;
+    } else {
+      if (this.len + d.length > this.buf.length || this.buf === this.shared) {
+        const grown = Buffer.allocUnsafe(Math.max(this.len + d.length, 2 * this.buf.length));
+        this.buf.copy(grown, 0, 0, this.len);
+        this.buf = grown;
+      }
+      d.copy(this.buf, this.len);
+      this.len += d.length;
+    }
+    this.shared = this.len === d.length ? d : undefined;
+    if (this.len < this.need) return; // more to come
+    let a: ReturnType<typeof parse>;
     try {
-      a = parse(this.buf);
+      a = parse(this.buf.subarray(0, this.len));
     } catch (e) {
       this.close(e as Error);
       return;
     }
-    if (!a) return; // more to come
+    if (typeof a === "number") {
+      this.need = a; // more to come
+      return;
+    }
     this.buf = a.rest;
+    this.len = a.rest.length;
+    this.shared = a.rest;
+    this.need = 0;
     this.waiter = undefined;
     if (a.keep && !a.rest.length) {
       this.sock.unref(); // an idle connection does not keep the process alive
@@ -100,14 +128,16 @@ class Conn {
 }
 
 /**
- * parse reads one answer from the start of b: undefined until b holds
- * all of it; throws on what is not HTTP/1.1.
+ * parse reads one answer from the start of b. Until b holds all of it,
+ * it returns the fewest bytes b must hold before the answer can be
+ * whole (so that a long answer is not parsed again for every packet);
+ * it throws on what is not HTTP/1.1.
  */
-function parse(b: Buffer): { answer: Answer; keep: boolean; rest: Buffer } | undefined {
+function parse(b: Buffer): { answer: Answer; keep: boolean; rest: Buffer } | number {
   const end = b.indexOf("\r\n\r\n");
   if (end < 0) {
     if (b.length > 1 << 16) throw new Error("spl: answer headers over 64 KiB");
-    return undefined;
+    return b.length + 1;
   }
   const lines = b.toString("latin1", 0, end).split("\r\n");
   const m = /^HTTP\/1\.[01] (\d{3})/.exec(lines[0]);
@@ -131,22 +161,22 @@ function parse(b: Buffer): { answer: Answer; keep: boolean; rest: Buffer } | und
     const parts: Buffer[] = [];
     for (;;) {
       const le = b.indexOf("\r\n", off);
-      if (le < 0) return undefined;
+      if (le < 0) return b.length + 1;
       const size = parseInt(b.toString("latin1", off, le).split(";")[0], 16);
       if (!Number.isFinite(size) || size < 0) throw new Error("spl: bad chunk size in the answer");
       off = le + 2;
       if (size === 0) {
         // Trailers (none from spl serve), then the empty line.
         const te = b.indexOf("\r\n", off);
-        if (te < 0) return undefined;
+        if (te < 0) return b.length + 1;
         if (te !== off) {
           const tend = b.indexOf("\r\n\r\n", off);
-          if (tend < 0) return undefined;
+          if (tend < 0) return b.length + 1;
           off = tend + 4;
         } else off = te + 2;
         return { answer: { status, body: Buffer.concat(parts) }, keep, rest: b.subarray(off) };
       }
-      if (b.length < off + size + 2) return undefined;
+      if (b.length < off + size + 2) return off + size + 2;
       parts.push(b.subarray(off, off + size));
       off += size + 2;
     }
@@ -157,7 +187,7 @@ function parse(b: Buffer): { answer: Answer; keep: boolean; rest: Buffer } | und
     if (status === 204 || status === 304) return { answer: { status, body: Buffer.alloc(0) }, keep, rest: b.subarray(off) };
     throw new Error("spl: an answer without Content-Length or chunked encoding");
   }
-  if (b.length < off + length) return undefined;
+  if (b.length < off + length) return off + length;
   return { answer: { status, body: b.subarray(off, off + length) }, keep, rest: b.subarray(off + length) };
 }
 

@@ -164,16 +164,15 @@ describe("emits of one moment, coalesced", () => {
     const recs = await client.query_thread({ thread });
     expect(recs.map((r) => r.storedBody.step)).toEqual([0, 3]);
   });
-  it("a record too large to share a request goes alone and fails alone", async () => {
+  it("a record too large to share a request (once refused, now kept beside the log) lands in call order", async () => {
     const thread = fresh("th_coalesce_big");
     const out = await Promise.allSettled([
       client.emit({ act: "DO", kind: "agent.step", thread, body: { step: 0 } }),
-      client.emit({ act: "DO", kind: "agent.step", thread, body: { text: "x".repeat(1_200_000) } }),
+      client.emit({ act: "DO", kind: "agent.step", thread, body: { step: 1, text: "x".repeat(1_200_000) } }),
       client.emit({ act: "DO", kind: "agent.step", thread, body: { step: 2 } }),
     ]);
-    expect(out.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
-    expect((out[1] as PromiseRejectedResult).reason).toBeInstanceOf(InvalidError);
-    expect((await client.query_thread({ thread })).map((r) => r.storedBody.step)).toEqual([0, 2]);
+    expect(out.map((o) => o.status)).toEqual(["fulfilled", "fulfilled", "fulfilled"]);
+    expect((await client.query_thread({ thread })).map((r) => r.storedBody.step)).toEqual([0, 1, 2]);
   });
   it("coalesce: false sends one request an emit", async () => {
     const c = await connect({ actor, coalesce: false });
@@ -200,5 +199,21 @@ describe("conditional appends", () => {
     const second = await client.emit({ act: "DO", kind: "agent.step", thread, body: { n: 3 }, expectedClock: first.clock });
     expect(second.prev).toBe(first.id);
     expect((await client.query_thread({ thread })).map((r) => r.storedBody.n)).toEqual([1, 3]);
+  });
+});
+
+describe("large records", () => {
+  it("emits a 10 MB body and reads it back verified, a 5 MB checkpoint state too", async () => {
+    const thread = fresh("th_large");
+    const messages = Array.from({ length: 10_000 }, (_, i) => `message ${i} ` + "x".repeat(1000));
+    const r = await client.emit({ act: "KNOW", kind: "agent.state", thread, body: { messages } });
+    const back = await client.record(r.id, { thread });
+    expect(back.verified).toBe(true);
+    expect(back.storedBody.messages.length).toBe(10_000);
+    expect(back.storedBody.messages[9_999]).toBe(messages[9_999]);
+    const state = { messages: messages.slice(0, 5_000) };
+    await client.emit({ act: "LEARN", kind: "agent.session.checkpoint", thread, body: { summary: "long", learnings: ["kept"], state } });
+    const cp = await client.latest_checkpoint(thread);
+    expect((cp.extra.state as { messages: string[] }).messages.length).toBe(5_000);
   });
 });
