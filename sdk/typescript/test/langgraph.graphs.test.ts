@@ -208,3 +208,32 @@ describe("the cost of a step", () => {
     expect((await loop(one).getState(cfg)).values).toEqual({ n: 1 });
   });
 });
+
+describe("any state size", () => {
+  // Messages kept in state, as a chat agent keeps them: 10 MB after two
+  // invokes, where a state over ~780 KB was refused.
+  const Chat = Annotation.Root({ messages: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }) });
+  const chat = (saver: BaseCheckpointSaver) =>
+    new StateGraph(Chat)
+      .addNode("talk", (s) => ({ messages: Array.from({ length: 5_000 }, (_, i) => `turn ${s.messages.length + i} ` + "w".repeat(1000)) }))
+      .addEdge(START, "talk")
+      .addEdge("talk", END)
+      .compile({ checkpointer: saver });
+
+  it("a 10 MB state saves and loads, in this saver and in a new one, as under MemorySaver", async () => {
+    const cfg = { configurable: { thread_id: randomUUID() } };
+    const prefix = `lg-large-${randomUUID().slice(0, 8)}/`;
+    const memory = new MemorySaver();
+    const spl = new SplSaver(client, { prefix });
+    for (const saver of [memory, spl]) {
+      await chat(saver).invoke({ messages: [] }, cfg);
+      await chat(saver).invoke({ messages: [] }, cfg);
+    }
+    const want = (await chat(memory).getState(cfg)).values as { messages: string[] };
+    expect(want.messages).toHaveLength(10_000);
+    expect(JSON.stringify(want).length).toBeGreaterThan(10_000_000);
+    expect((await chat(spl).getState(cfg)).values).toEqual(want);
+    const fresh = new SplSaver(await connect({ actor: "did:sync:agent:langgraph" }), { prefix });
+    expect((await chat(fresh).getState(cfg)).values).toEqual(want);
+  });
+});
