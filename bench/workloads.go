@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -327,6 +328,51 @@ func latestPhase(ctx context.Context, cfg *Config, st Store, plan *Plan, rng *ra
 	return nil
 }
 
+// largeCheckpoints is how many 5 MB checkpoints the large phase saves
+// (and loads): enough for a median, bounded in bytes (50 MB a run).
+const largeCheckpoints = 10
+
+// largeContent is a checkpoint of about 5 MB: 5,000 learnings of 1 KB,
+// a session's conversation kept in its state; distinct for each i.
+func largeContent(i int) *records.Checkpoint {
+	ls := make([]string, 5_000)
+	for k := range ls {
+		ls[k] = fmt.Sprintf("checkpoint %d, message %d: ", i, k) + strings.Repeat("m", 1_000)
+	}
+	return &records.Checkpoint{Summary: fmt.Sprintf("a long conversation, part %d", i), Learnings: ls, NextSteps: []string{"go on"}}
+}
+
+// largePhase saves largeCheckpoints checkpoints of 5 MB, one writer, each
+// durable, over five threads, then loads the latest of each thread twice
+// (w9): what a session with a large state costs to save and to resume.
+func largePhase(ctx context.Context, st Store, m *Metrics, logf func(string, ...any)) error {
+	logf("w9 %d checkpoints of 5 MB, saved and loaded", largeCheckpoints)
+	content := make([]*records.Checkpoint, largeCheckpoints)
+	for i := range content {
+		content[i] = largeContent(i)
+	}
+	thread := func(i int) string { return fmt.Sprintf("th_large_%d", i%5) }
+	s, err := timed(ctx, 1, Bounds{time.Minute, largeCheckpoints}, func(i int) error {
+		return st.Save(ctx, 1_000_000+i, thread(i), content[i])
+	})
+	if err != nil {
+		return fmt.Errorf("w9 save: %w", err)
+	}
+	m.Set("w9.save_ms", float64(s.P50)/float64(time.Millisecond))
+	s, err = timed(ctx, 1, Bounds{time.Minute, largeCheckpoints}, func(i int) error {
+		c, err := st.Latest(ctx, thread(i))
+		if err == nil && len(c.Learnings) != 5_000 {
+			err = fmt.Errorf("latest of %s: %d learnings, want 5000", thread(i), len(c.Learnings))
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("w9 load: %w", err)
+	}
+	m.Set("w9.load_ms", float64(s.P50)/float64(time.Millisecond))
+	return nil
+}
+
 // measureWrites runs the write workloads on a fresh store.
 func measureWrites(ctx context.Context, cfg *Config, peer Peer, run int, m *Metrics, logf func(string, ...any)) error {
 	loc := fmt.Sprintf("writes-%d", run)
@@ -379,6 +425,12 @@ func measureWrites(ctx context.Context, cfg *Config, peer Peer, run int, m *Metr
 	m.Set("w2.p99", us(s.P99))
 	m.Set("hwm.w2", vmHWM())
 	base += s.N
+
+	if peer.Name() != "jetstream" { // one message holds at most 1 MiB: nothing to compare
+		if err := largePhase(ctx, st, m, logf); err != nil {
+			return err
+		}
+	}
 
 	as, ok := st.(AsyncStore)
 	if !ok {
