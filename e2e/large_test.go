@@ -55,3 +55,31 @@ func TestLargeStateThroughTheCLI(t *testing.T) {
 		t.Fatalf("latest checkpoint over HTTP: code %d, %d bytes, marker %v", code, len(got), strings.Contains(got, "LAST-MESSAGE-door"))
 	}
 }
+
+// A record over the server's --max-record is refused by every face with
+// the log's one rule, naming body and the limit, and nothing is stored:
+// the CLI through the door (its body refused as it is staged) and HTTP.
+func TestRecordOverTheLimit(t *testing.T) {
+	h := newHome(t)
+	s := serveHome(t, h, "--max-record", "2097152")
+	body := largeState(t, "OVER", 3<<20)
+	r := h.run(t, nil, "--server", s.nats, "--token-file", filepath.Join(h.dir, "token"),
+		"emit", "--thread", "th_over", "--act", "KNOW", "--kind", "agent.state", "--body-file", body, "--actor", "did:sync:agent:dev")
+	if r.code != 1 || !strings.Contains(r.stderr, "body") || !strings.Contains(r.stderr, "the limit is 2097152") {
+		t.Fatalf("emit over the limit through the door: exit %d, stderr %q; want 1 naming body and the limit", r.code, r.stderr)
+	}
+	// Under the request limit (a quarter over --max-record), over the
+	// record limit: the log's rule answers.
+	data, err := os.ReadFile(largeState(t, "OVER", 2200<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, got := do(t, "POST", s.http+"/v1/records", s.writeTok,
+		fmt.Sprintf(`{"thread":"th_over","act":"KNOW","kind":"agent.state","actor":"did:sync:agent:dev","body":%s}`, data))
+	if code != 413 || !strings.Contains(got, `"field":"body"`) || !strings.Contains(got, "the limit is 2097152") {
+		t.Fatalf("POST over the limit: %d %.200s; want 413 naming body and the limit", code, got)
+	}
+	if code, got := do(t, "GET", s.http+"/v1/threads/th_over/records", s.readTok, ""); code != 200 || strings.Contains(got, "OVER") {
+		t.Fatalf("thread after the refusals: %d %.200s; want it empty", code, got)
+	}
+}

@@ -35,9 +35,10 @@ type Pending struct {
 	// once: a lost race fails the append instead of retrying it
 	// (SubmitOnce).
 	once bool
-	// outside: the body is stored beside the log (bodies.go), and the
-	// record is appended as records.MarshalOutside writes it.
-	outside bool
+	// packed: the record is appended as records.MarshalStored writes it
+	// with stored (compressed, or its body beside the log: compress.go).
+	stored records.Stored
+	packed bool
 
 	// taken is set by the writer once it has taken the append to send: it
 	// may land from then on, whatever ctx says.
@@ -118,9 +119,9 @@ func (l *Log) Append(ctx context.Context, rec *records.Record) (Entry, error) {
 // if ctx ends before the writer takes it to send, it is never sent; once
 // taken, it goes on to its outcome. A record that would pass
 // Options.MaxRecord once chained (its prev set) is refused here
-// (ErrTooLarge); one over records.MaxEncodedSize has its body stored
-// beside the log first (bodies.go), so Submit returns only once that is
-// done.
+// (ErrTooLarge); one over records.MaxEncodedSize that does not compress
+// to fit has its body stored beside the log first (bodies.go), so Submit
+// returns only once that is done.
 func (l *Log) Submit(ctx context.Context, rec *records.Record) (*Pending, error) {
 	return l.submit(ctx, rec, false, 0)
 }
@@ -170,21 +171,15 @@ func (l *Log) submitWith(ctx context.Context, rec *records.Record, cond bool, af
 	if err := rec.Validate(); err != nil {
 		return nil, err
 	}
-	outside, err := l.fits(rec)
-	if err != nil {
-		return nil, err
-	}
-	if outside {
-		if l.door != nil {
-			err = l.door.putBody(ctx, rec)
-		} else {
-			err = l.bodies.put(ctx, rec.Header.BD, rec.Body)
-		}
-		if err != nil {
+	var st records.Stored
+	packed := false
+	if len(rec.Body) >= CompressMin { // shorter: stored as is
+		var err error
+		if st, packed, err = l.pack(ctx, rec, rec.WithPrev(placeholderPrev).EncodedSize()); err != nil {
 			return nil, fmt.Errorf("spl/log: append: %w", err)
 		}
 	}
-	p := &Pending{rec: rec, ctx: ctx, done: make(chan struct{}), cond: cond, after: after, once: once, outside: outside}
+	p := &Pending{rec: rec, ctx: ctx, done: make(chan struct{}), cond: cond, after: after, once: once, stored: st, packed: packed}
 	// Close waits for every Submit inside the gate before it stops the
 	// writer, so an append queued here is one the writer's drain answers.
 	l.w.gate.RLock()
@@ -202,37 +197,22 @@ func (l *Log) submitWith(ctx context.Context, rec *records.Record, cond bool, af
 	}
 }
 
-// chainSlack bounds what an envelope adds to its body, prev included: the
-// salt, the header and its longest fields. A body shorter than
-// records.MaxEncodedSize by more fits a message once chained, whatever
-// its header.
-const chainSlack = 4 << 10
-
 // placeholderPrev stands for the prev the writer will set: every id
 // encodes to the same length.
 var placeholderPrev = records.ID{0: 1}
 
-// fits reports whether rec, valid unchained, is stored with its body
-// outside the log's message (its envelope over records.MaxEncodedSize
-// once the writer sets its prev), and refuses it, wrapping ErrTooLarge,
-// when it would pass Options.MaxRecord.
-func (l *Log) fits(rec *records.Record) (outside bool, err error) {
-	if len(rec.Body) < records.MaxEncodedSize-chainSlack {
-		return false, nil
-	}
-	n := rec.WithPrev(placeholderPrev).EncodedSize()
-	if err := l.checkSize(n); err != nil {
-		return false, fmt.Errorf("spl/log: append: %w", err)
-	}
-	return n > records.MaxEncodedSize, nil
-}
-
 // checkSize refuses a record of n bytes encoded over Options.MaxRecord.
-func (l *Log) checkSize(n int) error {
-	if n <= l.opts.MaxRecord {
+func (l *Log) checkSize(n int) error { return CheckSize(n, l.opts.MaxRecord) }
+
+// CheckSize is the rule of a record's size: n bytes encoded, at least,
+// are over limit, a log's MaxRecord, with an error wrapping ErrTooLarge
+// that is a *records.FieldError on body. spl serve's door applies it to a
+// body staged ahead of its record.
+func CheckSize(n, limit int) error {
+	if n <= limit {
 		return nil
 	}
-	fe := &records.FieldError{Field: "body", Rule: fmt.Sprintf("record is %d bytes encoded; the limit is %d", n, l.opts.MaxRecord)}
+	fe := &records.FieldError{Field: "body", Rule: fmt.Sprintf("record is %d bytes encoded; the limit is %d", n, limit)}
 	return fmt.Errorf("%w (%w)", fe, ErrTooLarge)
 }
 

@@ -3,7 +3,9 @@ package log
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,9 +13,101 @@ import (
 	"github.com/spl-dev/spl/records"
 )
 
-// bigBody is a body of about n bytes: a marker, then filler.
+// bigBody is a body of about n bytes that does not compress: a marker,
+// then random bytes.
 func bigBody(marker string, n int) map[string]any {
-	return map[string]any{"marker": marker, "fill": strings.Repeat("x", n)}
+	fill := make([]byte, n)
+	_, _ = rand.Read(fill)
+	return map[string]any{"marker": marker, "fill": fill}
+}
+
+// chatBody is a body of about n bytes that compresses, as a conversation
+// does: numbered messages, each with noise random hex digits (which
+// compress by half at best).
+func chatBody(n, noise int) map[string]any {
+	var msgs []string
+	r := make([]byte, noise/2)
+	for size := 0; size < n; size += 1000 + noise {
+		_, _ = rand.Read(r)
+		msgs = append(msgs, fmt.Sprintf("message %d: %x ", len(msgs), r)+strings.Repeat("the agent read the file and proposed a change to the handler; ", 16))
+	}
+	return map[string]any{"messages": msgs}
+}
+
+// A body that compresses is stored compressed: in its message when the
+// frame fits one, beside the log when not; either way it reads back as
+// it was, with its id, and verifies.
+func TestCompressedBodies(t *testing.T) {
+	l := openTest(t, "")
+	ctx := ctxT(t)
+	for _, c := range []struct {
+		name    string
+		body    map[string]any
+		outside bool
+	}{
+		{"200 KB in its message", chatBody(200<<10, 0), false},
+		{"20 MB beside the log", chatBody(20<<20, 1000), true},
+		{"3 KB as is", chatBody(3<<10, 0), false},
+	} {
+		rec := newRec(t, "th_z", "note.text", c.body)
+		e, err := l.Append(ctx, rec)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if c.outside {
+			defer func() { // erased: its compressed parts go with it
+				if _, err := l.Erase(ctx, "th_z", []records.ID{e.ID}, "test", actor); err != nil {
+					t.Fatal(err)
+				}
+				if ms, err := l.bodies.parts(ctx, rec.Header.BD, 8); err != nil || len(ms) != 0 {
+					t.Fatalf("%d parts left after the erasure (%v)", len(ms), err)
+				}
+			}()
+		}
+		m, err := l.get(ctx, getRequest{Seq: e.Clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain := records.Plain(m.data)
+		if len(rec.Body) >= CompressMin && (plain || keptOutside(m.data) != c.outside) || len(rec.Body) < CompressMin && !plain {
+			t.Fatalf("%s: a %d-byte body stored plain %v, outside %v", c.name, len(rec.Body), plain, !plain && keptOutside(m.data))
+		}
+		if !plain && !c.outside && len(m.data) > len(rec.Body)/4 {
+			t.Fatalf("%s: %d bytes stored for a %d-byte body", c.name, len(m.data), len(rec.Body))
+		}
+		got, err := l.At(ctx, e.Clock)
+		if err != nil || got.ID != e.ID || !bytes.Equal(got.Record.Body, rec.Body) {
+			t.Fatalf("%s: read back %d bytes, %v", c.name, len(got.Record.Body), err)
+		}
+	}
+	if rep, err := l.Verify(ctx, "th_z"); err != nil || !rep.OK() {
+		t.Fatalf("Verify: %+v, %v", rep, err)
+	}
+	if ms, _ := l.bodies.parts(ctx, [32]byte{}, 1); len(ms) != 0 {
+		t.Fatalf("parts under a zero digest")
+	}
+}
+
+// A compressed body that does not decompress to what its envelope says
+// is corrupt, and nothing is allocated for what it claims.
+func TestDecompressRefuses(t *testing.T) {
+	body := []byte(strings.Repeat("a", 100_000))
+	z := compress(body)
+	if z == nil {
+		t.Fatal("a repeated letter did not compress")
+	}
+	if got, err := decompress(z, len(body)); err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("decompress: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		z    []byte
+		size int
+	}{{"shorter than it says", z, len(body) + 1}, {"longer than it says", z, len(body) - 1}, {"no frame", []byte("not zstd"), 10}} {
+		if _, err := decompress(c.z, c.size); !errors.Is(err, records.ErrCorrupt) {
+			t.Fatalf("%s: %v, want ErrCorrupt", c.name, err)
+		}
+	}
 }
 
 // A record of 5 MiB is appended and read back whole by every read, with
@@ -39,8 +133,8 @@ func TestLargeBodyRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !records.Outside(m.data) || len(m.data) > 1024 {
-		t.Fatalf("stored message is %d bytes (outside %v), want the header alone", len(m.data), records.Outside(m.data))
+	if records.Plain(m.data) || !keptOutside(m.data) || len(m.data) > 1024 {
+		t.Fatalf("stored message is %d bytes (kept outside %v), want the header alone", len(m.data), keptOutside(m.data))
 	}
 	check := func(how string, got Entry) {
 		t.Helper()

@@ -32,15 +32,14 @@ func (l *Log) AppendChained(ctx context.Context, rec *records.Record, after, pre
 	if err := rec.Validate(); err != nil {
 		return Entry{}, err
 	}
-	if err := l.checkSize(rec.EncodedSize()); err != nil {
-		return Entry{}, fmt.Errorf("spl/log: append chained: %w", err)
-	}
-	var data []byte
-	var err error
-	if rec.Inline() {
-		data, err = rec.Marshal()
-	} else if err = l.bodies.put(ctx, rec.Header.BD, rec.Body); err == nil {
-		data, err = rec.MarshalOutside()
+	data, err := rec.Marshal() // pack checks a large one's size
+
+	if len(rec.Body) >= CompressMin && err == nil {
+		var st records.Stored
+		var packed bool
+		if st, packed, err = l.pack(ctx, rec, len(data)); err == nil && packed {
+			data, err = rec.MarshalStored(st)
+		}
 	}
 	if err != nil {
 		return Entry{}, fmt.Errorf("spl/log: append chained: %w", err)

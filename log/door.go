@@ -210,6 +210,7 @@ var (
 		{"in_doubt", ErrInDoubt},
 		{"disk_full", ErrDiskFull},
 		{"appends_refused", ErrAppendsRefused},
+		{"too_large", ErrTooLarge},
 		{"forbidden", ErrForbidden},
 		{"not_erasable", ErrNotErasable},
 		{"not_found", ErrNotFound},
@@ -448,8 +449,8 @@ func (d *door) sendAttempt(w *writer, batch []*Pending, after map[*Pending]uint6
 	for _, p := range batch {
 		var data []byte
 		var err error
-		if p.outside {
-			data, err = p.rec.MarshalOutside() // the body went ahead (putBody)
+		if p.packed {
+			data, err = p.rec.MarshalStored(p.stored) // the body went ahead (putBody)
 		} else {
 			data, err = p.rec.Marshal()
 		}
@@ -663,17 +664,9 @@ func (l *Log) doorEntry(rec *records.Record, id []byte, clock uint64, prev, stor
 	}
 	var sealed *records.Record
 	switch {
-	case len(stored) > 0 && records.Outside(stored):
-		var size int
-		if sealed, size, err = records.UnmarshalOutside(stored); err != nil {
+	case len(stored) > 0 && !records.Plain(stored):
+		if sealed, err = l.unpack(context.Background(), stored); err != nil {
 			return Entry{}, fmt.Errorf("door: answer: stored record: %w", err)
-		}
-		body, err := l.bodies.get(context.Background(), sealed.Header.BD, size)
-		if err == nil {
-			err = sealed.AttachBody(body, size)
-		}
-		if err != nil {
-			return Entry{}, fmt.Errorf("door: answer: stored record's body: %w", err)
 		}
 	case len(stored) > 0:
 		if sealed, err = records.Unmarshal(stored); err != nil {

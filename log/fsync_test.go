@@ -1,6 +1,7 @@
 package log
 
 import (
+	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -113,7 +114,8 @@ func TestBlockSyncerFollowsRollover(t *testing.T) {
 	l := openTest(t, dir)
 	ctx := ctxT(t)
 	msgs := filepath.Join(dir, "jetstream", "$G", "streams", DefaultStream, "msgs")
-	pad := strings.Repeat("x", 60<<10)
+	pad := make([]byte, 60<<10) // random: it does not compress
+	_, _ = rand.Read(pad)
 	blocks := func() int {
 		ents, err := os.ReadDir(msgs)
 		if err != nil {

@@ -172,8 +172,8 @@ func (l *Log) Raw(ctx context.Context, clock uint64) (*records.Record, error) {
 		return nil, err
 	}
 	var rec *records.Record
-	if records.Outside(m.data) {
-		rec, _, err = records.UnmarshalOutside(m.data) // its header: the body may be what is wrong
+	if !records.Plain(m.data) {
+		rec, _, err = records.UnmarshalStored(m.data) // its header: the body may be what is wrong
 	} else {
 		rec, err = records.Unmarshal(m.data)
 	}

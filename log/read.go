@@ -68,7 +68,7 @@ type stored struct {
 }
 
 // decode verifies a stored message and returns it as an Entry, its body
-// fetched when it is kept outside (bodies.go). Anything that does not
+// decompressed or fetched when it is kept apart (compress.go, bodies.go). Anything that does not
 // verify is a *CorruptError.
 func (l *Log) decode(m stored) (Entry, error) {
 	corrupt := func(reason string, err error) (Entry, error) {
@@ -76,23 +76,15 @@ func (l *Log) decode(m stored) (Entry, error) {
 	}
 	var rec *records.Record
 	var err error
-	if records.Outside(m.data) {
-		var size int
-		if rec, size, err = records.UnmarshalOutside(m.data); err != nil {
+	if records.Plain(m.data) {
+		if rec, err = records.Unmarshal(m.data); err != nil {
 			return corrupt("undecodable record", err)
 		}
-		body, err := l.bodies.get(context.Background(), rec.Header.BD, size)
-		if err == nil {
-			err = rec.AttachBody(body, size)
+	} else if rec, err = l.unpack(context.Background(), m.data); err != nil {
+		if !errors.Is(err, records.ErrCorrupt) {
+			return Entry{}, fmt.Errorf("clock %d: %w", m.clock, err)
 		}
-		if err != nil {
-			if !errors.Is(err, records.ErrCorrupt) {
-				return Entry{}, fmt.Errorf("clock %d: %w", m.clock, err)
-			}
-			return corrupt("body kept outside does not verify", err)
-		}
-	} else if rec, err = records.Unmarshal(m.data); err != nil {
-		return corrupt("undecodable record", err)
+		return corrupt("body kept apart does not verify", err)
 	}
 	idText := m.hdr.Get(HeaderID)
 	if idText == "" {

@@ -743,10 +743,10 @@ func (w *writer) seal(batch []*Pending) ([]*Pending, error) {
 		p.sealed = p.rec.WithPrev(r.last)
 		var data []byte
 		var err error
-		if p.outside {
-			data, err = p.sealed.MarshalOutside()
+		if p.packed {
+			data, err = p.sealed.MarshalStored(p.stored)
 		} else if data, err = p.sealed.Marshal(); err == nil && len(data) > records.MaxEncodedSize {
-			// Submit sends such a record outside (fits); one queued
+			// Submit stores such a record packed (pack); one queued
 			// behind its back does not fit a message.
 			err = &records.FieldError{Field: "body", Rule: fmt.Sprintf("record is %d bytes encoded; a message holds at most %d", len(data), records.MaxEncodedSize)}
 		}

@@ -116,32 +116,37 @@
 // An envelope is at most [MaxRecordSize] (1 GiB) bytes; a log sets its own
 // lower limit (64 MiB unless configured).
 //
-// # Bodies kept outside
+// # Bodies kept apart
 //
 // An envelope over [MaxEncodedSize] (1 MiB) does not fit one message of
-// the log. Such a record is stored as its header, salt and body length,
+// the log, and a long body may be worth compressing. Such a record is
+// stored ([Record.MarshalStored]) as its header, body length and salt,
 // the canonical map
 //
-//	a3                      map(3)
+//	a3 or a4                map(3), or map(4) with "z"
 //	   61 68                "h"
 //	      <header>          the header map
 //	   61 6f                "o"
 //	      <uint>            the body's length in bytes
 //	   61 73                "s"
 //	      58 20 <32 bytes>  the salt
+//	   61 7a                "z" (when compressed)
+//	      <bstr or uint>    the body's zstd frame, or its length
 //
-// with the body beside the log, named by bd ([Record.MarshalOutside],
-// [UnmarshalOutside], [Record.AttachBody]). The header is the same, so
-// the record's id and body digest do not depend on where its body lives:
-// a reader attaches the body and verifies the record as any other, and
-// the record's envelope ([Record.Marshal]) is the same whole map of "b",
-// "h" and "s" as if it had been inline. Vectors give this form as
-// stored_hex.
+// Without "z" the body is beside the log as is, named by bd; with "z" a
+// byte string, the body is that zstd frame; with "z" an unsigned integer,
+// a zstd frame of that length is beside the log. [UnmarshalStored] reads
+// the form, and [Record.AttachBody] attaches the body once fetched and
+// decompressed. The header is the same, so the record's id and body
+// digest do not depend on where or how its body is kept: a reader
+// verifies the record as any other, and the record's envelope
+// ([Record.Marshal]) is the same whole map of "b", "h" and "s" as if it
+// had been inline. Vectors give the form without "z" as stored_hex.
 //
 // # Wire format
 //
 // These must never change: the canonical CBOR profile, the header keys and
-// their types, the envelope keys "b", "h", "s" and "o", [FormatVersion], [SaltSize],
+// their types, the envelope keys "b", "h", "s", "o" and "z", [FormatVersion], [SaltSize],
 // the CID prefix bytes 0x01 0x51 0x1e 0x20 and the multibase 'b', the body
 // digest and id derivations, the body keys of [Checkpoint], [Erasure],
 // [Retention] and [Pin], the scope values [ScopeThread] and [ScopeAll], and

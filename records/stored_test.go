@@ -30,18 +30,19 @@ func TestOutsideRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !Outside(stored) || Outside(whole) {
-		t.Fatalf("Outside(stored)=%v Outside(whole)=%v, want true false", Outside(stored), Outside(whole))
+	if Plain(stored) || !Plain(whole) {
+		t.Fatalf("Plain(stored)=%v Plain(whole)=%v, want false true", Plain(stored), Plain(whole))
 	}
 	if len(stored) > 512 {
 		t.Fatalf("outside envelope is %d bytes, want the header and salt only", len(stored))
 	}
-	got, size, err := UnmarshalOutside(stored)
+	got, st, err := UnmarshalStored(stored)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if size != len(r.Body) || got.Header != r.Header || got.Salt != r.Salt || got.Body != nil {
-		t.Fatalf("UnmarshalOutside = header %+v size %d, want %+v size %d", got.Header, size, r.Header, len(r.Body))
+	size := st.Size
+	if size != len(r.Body) || !st.Outside || st.Z != nil || st.ZSize != 0 || got.Header != r.Header || got.Salt != r.Salt || got.Body != nil {
+		t.Fatalf("UnmarshalStored = header %+v %+v, want %+v size %d outside", got.Header, st, r.Header, len(r.Body))
 	}
 	if err := got.AttachBody(bytes.Clone(r.Body), size); err != nil {
 		t.Fatal(err)
@@ -55,6 +56,23 @@ func TestOutsideRoundTrip(t *testing.T) {
 	}
 	if _, err := Unmarshal(stored); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Unmarshal(outside envelope) = %v, want ErrCorrupt", err)
+	}
+	// The same record with its body compressed, in the envelope and
+	// outside it: the forms round-trip, and say so.
+	for _, form := range []Stored{{Size: len(r.Body), Z: []byte("zstd frame")}, {Size: len(r.Body), Outside: true, ZSize: 12345}} {
+		data, err := r.MarshalStored(form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, back, err := UnmarshalStored(data)
+		if err != nil || back.Size != form.Size || string(back.Z) != string(form.Z) || back.Outside != form.Outside || back.ZSize != form.ZSize {
+			t.Fatalf("UnmarshalStored(MarshalStored(%+v)) = %+v, %v", form, back, err)
+		}
+	}
+	for _, bad := range []Stored{{Size: 1, Outside: true}, {Size: len(r.Body)}, {Size: len(r.Body), Z: []byte{1}, Outside: true}, {Size: len(r.Body), Z: []byte{1}, ZSize: 3}} {
+		if _, err := r.MarshalStored(bad); err == nil {
+			t.Fatalf("MarshalStored(%+v) = nil error, want a refusal", bad)
+		}
 	}
 }
 
@@ -71,11 +89,11 @@ func TestOutsideCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	fresh := func() (*Record, int) {
-		got, size, err := UnmarshalOutside(stored)
+		got, st, err := UnmarshalStored(stored)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return got, size
+		return got, st.Size
 	}
 	got, size := fresh()
 	if err := got.AttachBody(r.Body[:len(r.Body)-1], size); !errors.Is(err, ErrCorrupt) {
@@ -96,12 +114,14 @@ func TestOutsideCorrupt(t *testing.T) {
 	// The body length in a longer form than the shortest: not canonical.
 	i := bytes.Index(stored, []byte{0x61, 'o'}) + 2
 	long := append(append(append([]byte{}, stored[:i]...), 0x19, 0x00, stored[i]), stored[i+1:]...)
-	if _, _, err := UnmarshalOutside(long); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("UnmarshalOutside(length not shortest) = %v, want ErrCorrupt", err)
+	if _, _, err := UnmarshalStored(long); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("UnmarshalStored(length not shortest) = %v, want ErrCorrupt", err)
 	}
-	for _, bad := range [][]byte{stored[:len(stored)-1], append(bytes.Clone(stored), 0), {0xa3, 0x61, 'h'}} {
-		if _, _, err := UnmarshalOutside(bad); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("UnmarshalOutside(%x…) = %v, want ErrCorrupt", bad[:min(8, len(bad))], err)
+	four := bytes.Clone(stored)
+	four[0] = 0xa4 // a fourth key promised, none there
+	for _, bad := range [][]byte{stored[:len(stored)-1], append(bytes.Clone(stored), 0), {0xa3, 0x61, 'h'}, four, append(bytes.Clone(four), 0x61, 'z', 0x00)} {
+		if _, _, err := UnmarshalStored(bad); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("UnmarshalStored(%x…) = %v, want ErrCorrupt", bad[:min(8, len(bad))], err)
 		}
 	}
 }

@@ -393,11 +393,11 @@ func checkVector(t *testing.T, v vector, earlier map[string]bool) {
 
 	// The same record with its body kept outside: same header, same id.
 	stored := mustHex(t, v.StoredHex)
-	o, size, err := UnmarshalOutside(stored)
+	o, st, err := UnmarshalStored(stored)
 	if err != nil {
-		t.Fatalf("UnmarshalOutside: %v", err)
+		t.Fatalf("UnmarshalStored: %v", err)
 	}
-	if err := o.AttachBody(mustHex(t, v.BodyHex), size); err != nil {
+	if err := o.AttachBody(mustHex(t, v.BodyHex), st.Size); err != nil {
 		t.Fatalf("AttachBody: %v", err)
 	}
 	if err := o.Verify(id); err != nil {

@@ -239,7 +239,7 @@ func (d *door) append(ctx context.Context, c *sdk.Client, req splog.DoorAppendRe
 			rep.Results[i].Err = splog.NewDoorError(err)
 			continue
 		}
-		if records.Outside(req.Items[i].Record) {
+		if !records.Plain(req.Items[i].Record) {
 			d.unstage(e.Record.Header.BD) // landed: no retry needs it
 		}
 		r := &rep.Results[i]
@@ -275,11 +275,15 @@ func (d *door) unstage(bd [32]byte) {
 func (d *door) record(it splog.DoorItem) (*records.Record, error) {
 	var rec *records.Record
 	var err error
-	if records.Outside(it.Record) {
-		var size int
-		if rec, size, err = records.UnmarshalOutside(it.Record); err != nil {
+	if !records.Plain(it.Record) {
+		var st records.Stored
+		if rec, st, err = records.UnmarshalStored(it.Record); err != nil {
 			return nil, &records.FieldError{Field: "rec", Rule: fmt.Sprintf("not an spl record: %v", err)}
 		}
+		if !st.Outside || st.ZSize > 0 {
+			return nil, &records.FieldError{Field: "rec", Rule: "the door takes a record whole, or with its body staged as is"}
+		}
+		size := st.Size
 		name := hex.EncodeToString(rec.Header.BD[:])
 		d.mu.Lock()
 		u := d.staged[name]
@@ -328,12 +332,14 @@ func (d *door) erase(ctx context.Context, c *sdk.Client, req splog.DoorEraseRequ
 // it for its record's append when it is a body (splog.DoorBodies).
 func (d *door) blobPut(ctx context.Context, c *sdk.Client, req splog.DoorBlobRequest) (splog.DoorBlobReply, error) {
 	body := req.Bucket == splog.DoorBodies
-	limit := int64(doorMaxBlob)
-	if body {
-		limit = int64(d.s.cfg.MaxRecord)
+	if body && req.Size > 0 {
+		// Its record holds it, and more: the log's size rule, now.
+		if err := splog.CheckSize(int(min(req.Size, int64(records.MaxRecordSize)+1)), d.s.cfg.MaxRecord); err != nil {
+			return splog.DoorBlobReply{}, err
+		}
 	}
-	if req.Size < 0 || req.Size > limit {
-		return splog.DoorBlobReply{}, &records.FieldError{Field: "size", Rule: fmt.Sprintf("a blob put through the door is at most %d bytes, not %d", limit, req.Size)}
+	if req.Size < 0 || !body && req.Size > doorMaxBlob {
+		return splog.DoorBlobReply{}, &records.FieldError{Field: "size", Rule: fmt.Sprintf("a blob put through the door is at most %d bytes, not %d", doorMaxBlob, req.Size)}
 	}
 	store := func(data []byte) error {
 		if !body {
