@@ -40,6 +40,11 @@ func TestImportsOnlyRecords(t *testing.T) {
 //	    [exempt] (D a duration since the epoch, 90m); prints "kept N",
 //	    "asked @N ..." (whom Exempt was asked), "asked live" (when the
 //	    session's status was asked for) and "drop @N ..." (RetentionDrops)
+//	parent [at=C]
+//	    input: the thread's lineage entries, one a line, in clock order:
+//	    "C checkpoint @N [erased=C]" or "C resume [@N]" (C a clock, @N
+//	    the checkpoint a resume names; none: it names none); prints
+//	    "parent @N" or "parent none" (Parent)
 func TestScripts(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.txt")
 	if err != nil || len(files) == 0 {
@@ -132,6 +137,8 @@ func runCase(cmd string, input []string) ([]string, error) {
 	switch f[0] {
 	case "retention":
 		return retentionCase(a, input)
+	case "parent":
+		return parentCase(a, input)
 	}
 	return nil, fmt.Errorf("unknown command %q", f[0])
 }
@@ -185,4 +192,74 @@ func retentionCase(a map[string]string, input []string) ([]string, error) {
 		out = append(out, "drop "+strings.Join(ds, " "))
 	}
 	return out, nil
+}
+
+// name returns the id of @N, made on first use.
+func (m ids) name(n string) records.ID {
+	for id, v := range m {
+		if v == n {
+			return id
+		}
+	}
+	return m.of(n)
+}
+
+// uintArg reads the whole number of key k of a (0 when absent).
+func uintArg(a map[string]string, k string) (uint64, error) {
+	v, ok := a[k]
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %v", k, err)
+	}
+	return n, nil
+}
+
+func parentCase(a map[string]string, input []string) ([]string, error) {
+	at, err := uintArg(a, "at")
+	if err != nil {
+		return nil, err
+	}
+	names := ids{}
+	var entries []LineageEntry
+	for _, line := range input {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			return nil, fmt.Errorf("%q: want CLOCK checkpoint|resume ...", line)
+		}
+		clock, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q: clock: %v", line, err)
+		}
+		e := LineageEntry{Clock: clock}
+		switch f[1] {
+		case "checkpoint":
+			if len(f) < 3 {
+				return nil, fmt.Errorf("%q: a checkpoint needs its @N", line)
+			}
+			ea, err := args(f[3:])
+			if err != nil {
+				return nil, err
+			}
+			e.ID = names.name(f[2])
+			if e.ErasedAt, err = uintArg(ea, "erased"); err != nil {
+				return nil, fmt.Errorf("%q: %v", line, err)
+			}
+		case "resume":
+			e.Resume = true
+			if len(f) > 2 {
+				e.ID = names.name(f[2])
+			}
+		default:
+			return nil, fmt.Errorf("%q: want checkpoint or resume, got %q", line, f[1])
+		}
+		entries = append(entries, e)
+	}
+	p := Parent(entries, at)
+	if p.IsZero() {
+		return []string{"parent none"}, nil
+	}
+	return []string{"parent " + names[p]}, nil
 }

@@ -716,10 +716,11 @@ func (c *Client) Close() error {
 // *RetentionError; the next save or ApplyRetention tries again.
 //
 // A checkpoint whose Parent and ForkedFrom are zero gets as Parent the
-// checkpoint it descends from (sdk/lineage.go): the one the thread's
-// newest resume record names when that is newer than the newest
-// checkpoint, else the newest checkpoint; two last-by-subject gets, sent
-// together.
+// checkpoint it descends from, by the one rule (rules.Parent): the one
+// the thread's newest resume record names when that is newer than the
+// newest checkpoint, else the newest checkpoint; two last-by-subject
+// gets, sent together (branchHead), or none while the checkpoint this
+// client saved last is still the thread's last record (saveAfterOwn).
 func (c *Client) SaveCheckpoint(ctx context.Context, thread, actor string, cp records.Checkpoint) (Receipt, error) {
 	ev := Event{Act: records.ActLearn, Kind: records.KindCheckpoint, Thread: thread, Actor: actor, Body: &cp}
 	if !cp.Parent.IsZero() || cp.ForkedFrom != nil {

@@ -13,6 +13,7 @@ import (
 
 	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
+	"github.com/spl-dev/spl/rules"
 )
 
 // Kinds of the lineage records the service layer writes beside
@@ -98,41 +99,42 @@ func (c *Client) saveAfterOwn(ctx context.Context, ev Event, cp *records.Checkpo
 }
 
 // branchHead returns the checkpoint the next checkpoint saved to thread
-// descends from: the checkpoint the newest resume record names, when it
-// is newer than the newest checkpoint, else the newest checkpoint that
-// verifies; zero on a thread without either. The two last-by-subject
-// gets go out together.
+// descends from, by the one rule (rules.Parent) over the thread's newest
+// checkpoint and newest resume record that verify: the two gets go out
+// together.
 func (c *Client) branchHead(ctx context.Context, thread string) (records.ID, error) {
 	var (
 		resume    splog.Entry
 		resumeErr error
 		wg        sync.WaitGroup
 	)
-	wg.Go(func() { resume, resumeErr = c.log.Latest(ctx, thread, KindResume) })
-	var head records.ID
-	var headClock uint64
-	latest, err := c.log.Latest(ctx, thread, records.KindCheckpoint)
-	switch {
-	case err == nil:
-		head, headClock = latest.ID, latest.Clock
-	case errors.Is(err, records.ErrCorrupt):
-		if sc, err := c.LatestCheckpoint(ctx, thread); err == nil {
-			head, headClock = sc.ID, sc.Clock
-		}
-	case !errors.Is(err, ErrNotFound):
-		wg.Wait()
-		return records.ID{}, fmt.Errorf("parent of the checkpoint: %w", err)
-	}
+	wg.Go(func() { resume, _, resumeErr = c.log.LatestValid(ctx, thread, KindResume) })
+	head, _, err := c.log.LatestValid(ctx, thread, records.KindCheckpoint)
 	wg.Wait()
-	if resumeErr == nil && resume.Clock > headClock {
-		if id, _, ok := resumeTarget(resume.Record.Body); ok {
-			return id, nil
+	var entries []rules.LineageEntry
+	for _, r := range []struct {
+		e   splog.Entry
+		err error
+	}{{head, err}, {resume, resumeErr}} {
+		switch {
+		case r.err == nil:
+			entries = append(entries, lineageEntry(r.e))
+		case !errors.Is(r.err, ErrNotFound):
+			return records.ID{}, fmt.Errorf("parent of the checkpoint: %w", r.err)
 		}
 	}
-	if resumeErr != nil && !errors.Is(resumeErr, ErrNotFound) && !errors.Is(resumeErr, records.ErrCorrupt) {
-		return records.ID{}, fmt.Errorf("parent of the checkpoint: %w", resumeErr)
+	slices.SortFunc(entries, func(a, b rules.LineageEntry) int { return cmp.Compare(a.Clock, b.Clock) })
+	return rules.Parent(entries, 0), nil
+}
+
+// lineageEntry is a checkpoint or resume record as rules.Parent weighs
+// it.
+func lineageEntry(e splog.Entry) rules.LineageEntry {
+	if e.Record.Header.Kind != KindResume {
+		return rules.LineageEntry{Clock: e.Clock, ID: e.ID}
 	}
-	return head, nil
+	id, _, _ := resumeTarget(e.Record.Body) // zero when it names none
+	return rules.LineageEntry{Clock: e.Clock, ID: id, Resume: true}
 }
 
 // resumeTarget reads the checkpoint a resume record's body names.
@@ -273,10 +275,15 @@ type Lineage struct {
 
 // Lineage reads the lineage of thread: its checkpoints with their
 // parents, the resumes, the forks made from it, and the checkpoints
-// erased. It reads the thread's records of those four kinds only.
+// erased. It reads the thread's records of those four kinds only. A
+// checkpoint whose body names no parent gets the one the save would have
+// chosen then (rules.Parent), marked ImpliedParent.
 func (c *Client) Lineage(ctx context.Context, thread string) (Lineage, error) {
 	out := Lineage{Thread: thread}
-	var nodes []LineageNode
+	var (
+		nodes   []LineageNode
+		entries []rules.LineageEntry // what rules.Parent weighs
+	)
 	for _, kind := range []string{records.KindCheckpoint, KindResume, KindFork} {
 		for e, err := range c.log.Read(ctx, thread, splog.Kind(kind)) {
 			var ce *splog.CorruptError
@@ -286,6 +293,9 @@ func (c *Client) Lineage(ctx context.Context, thread string) (Lineage, error) {
 			}
 			if err != nil {
 				return out, fmt.Errorf("lineage of %q: %w", thread, err)
+			}
+			if kind != KindFork { // a record that verifies, whether its body reads or not
+				entries = append(entries, lineageEntry(e))
 			}
 			n, ok := lineageNode(e)
 			if !ok {
@@ -305,22 +315,23 @@ func (c *Client) Lineage(ctx context.Context, thread string) (Lineage, error) {
 		}
 		nodes = append(nodes, LineageNode{Type: NodeErased, ID: t.ID, Clock: t.Clock, Time: time.UnixMilli(t.Header.TS),
 			Actor: t.Header.Actor, ErasedBy: t.ErasedBy.ID, Reason: t.Reason})
+		if t.Clock != 0 { // an erasure that did not say where it was cannot be placed
+			entries = append(entries, rules.LineageEntry{Clock: t.Clock, ID: t.ID, ErasedAt: t.ErasedBy.Clock})
+		}
 	}
 	slices.SortStableFunc(nodes, func(a, b LineageNode) int { return cmp.Compare(a.Clock, b.Clock) })
-	var prev records.ID
+	slices.SortStableFunc(entries, func(a, b rules.LineageEntry) int { return cmp.Compare(a.Clock, b.Clock) })
 	for i := range nodes {
 		n := &nodes[i]
-		switch n.Type {
-		case NodeCheckpoint:
-			if n.Parent.IsZero() && n.Checkpoint.ForkedFrom == nil && !prev.IsZero() {
-				n.Parent, n.ImpliedParent = prev, true
-			}
-			if n.Checkpoint.ForkedFrom != nil && out.ForkedFrom == nil {
-				out.ForkedFrom = n.Checkpoint.ForkedFrom
-			}
-			prev = n.ID
-		case NodeErased:
-			prev = n.ID
+		if n.Type != NodeCheckpoint {
+			continue
+		}
+		if n.Parent.IsZero() && n.Checkpoint.ForkedFrom == nil {
+			n.Parent = rules.Parent(entries, n.Clock)
+			n.ImpliedParent = !n.Parent.IsZero()
+		}
+		if n.Checkpoint.ForkedFrom != nil && out.ForkedFrom == nil {
+			out.ForkedFrom = n.Checkpoint.ForkedFrom
 		}
 	}
 	out.Nodes = nodes

@@ -194,3 +194,69 @@ func TestLineageParentUnderRetention(t *testing.T) {
 		}
 	}
 }
+
+// A checkpoint whose body names no parent (written raw) is drawn under
+// the parent a save would have given it then, by the same rule: after a
+// resume, the checkpoint resumed; after an erasure of the newest
+// checkpoint, the one before it; and a checkpoint erased after it was
+// saved stays its parent.
+func TestImpliedParentIsTheSaveRule(t *testing.T) {
+	ctx := ctxT(t)
+	c := open(t, sdk.WithActor("did:sync:agent:dev"))
+	raw := func(summary string) records.ID {
+		t.Helper()
+		r, err := c.Emit(ctx, sdk.Event{Act: records.ActLearn, Kind: records.KindCheckpoint, Thread: "th",
+			Body: &records.Checkpoint{Summary: summary, Learnings: []string{"l"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.ID
+	}
+	a := saveLineageCP(t, c, "th", records.Checkpoint{Summary: "a", Name: "first"})
+	saveLineageCP(t, c, "th", records.Checkpoint{Summary: "b"})
+	if _, err := c.ResumeSession(ctx, "th", "", sdk.ResumeOptions{Ref: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	afterResume := raw("after the resume")
+	x := saveLineageCP(t, c, "th", records.Checkpoint{Summary: "x"})
+	y := saveLineageCP(t, c, "th", records.Checkpoint{Summary: "y"})
+	if _, err := c.Erase(ctx, "th", "", []records.ID{y.ID}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	afterErasure := raw("after y was erased")
+	w := raw("w")
+	z := raw("z")
+	if _, err := c.Erase(ctx, "th", "", []records.ID{w}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	saved := saveLineageCP(t, c, "th", records.Checkpoint{Summary: "saved"})
+
+	l, err := c.Lineage(ctx, "th")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parents := make(map[records.ID]sdk.LineageNode)
+	for _, n := range l.Nodes {
+		if n.Type == sdk.NodeCheckpoint {
+			parents[n.ID] = n
+		}
+	}
+	for _, tc := range []struct {
+		name          string
+		id, parent    records.ID
+		impliedParent bool
+	}{
+		{"raw after a resume", afterResume, a.ID, true},
+		{"raw after an erasure", afterErasure, x.ID, true},
+		{"raw whose parent was erased since", z, w, true},
+		{"saved after raw ones", saved.ID, z, false},
+	} {
+		n, ok := parents[tc.id]
+		if !ok {
+			t.Fatalf("%s: no node for %s", tc.name, tc.id.Short())
+		}
+		if n.Parent != tc.parent || n.ImpliedParent != tc.impliedParent {
+			t.Errorf("%s: parent %s (implied %v), want %s (implied %v)", tc.name, n.Parent.Short(), n.ImpliedParent, tc.parent.Short(), tc.impliedParent)
+		}
+	}
+}

@@ -52,7 +52,7 @@ type LineageNode struct {
 	TS            int64     `json:"ts"`
 	Actor         string    `json:"actor"`
 	Parent        *string   `json:"parent"`         // null for a root
-	ImpliedParent bool      `json:"implied_parent"` // the body names none: parent is the checkpoint before it
+	ImpliedParent bool      `json:"implied_parent"` // the body names none: parent is the one a save would have given it then
 	Name          string    `json:"name"`           // checkpoint
 	Summary       string    `json:"summary"`        // checkpoint
 	ForkedFrom    *ForkLink `json:"forked_from"`    // checkpoint that starts a fork

@@ -31,7 +31,9 @@ func newSessionLogCommand(a *app) *cobra.Command {
 they took up, the forks made from a checkpoint (the new thread), and the
 checkpoints erased (their bodies are gone). A thread that is itself a
 fork says where it came from. A checkpoint saved before lineage (no
-parent in its body) hangs under the checkpoint before it, marked "~".
+parent in its body) hangs under the parent a save would have given it
+then (the checkpoint before it, or the one a resume before it took up),
+marked "~".
 With --json, the nodes as data, each naming its parent.`,
 		Example: `  spl session log th_auth_refactor_abc123`,
 		Args:    cobra.ExactArgs(1),
