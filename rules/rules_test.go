@@ -45,6 +45,12 @@ func TestImportsOnlyRecords(t *testing.T) {
 //	    "C checkpoint @N [erased=C]" or "C resume [@N]" (C a clock, @N
 //	    the checkpoint a resume names; none: it names none); prints
 //	    "parent @N" or "parent none" (Parent)
+//	resume status=S [from=@N]
+//	    input: the session's checkpoints, oldest first: "@N [dirty]
+//	    [final]" (dirty: is_clean false; final: can_resume_from false);
+//	    prints "from @N" or "refused WHY [@N]" (ResumeFrom)
+//	resumable
+//	    input: a status a line; prints "STATUS yes|no" (Resumable)
 func TestScripts(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.txt")
 	if err != nil || len(files) == 0 {
@@ -139,6 +145,14 @@ func runCase(cmd string, input []string) ([]string, error) {
 		return retentionCase(a, input)
 	case "parent":
 		return parentCase(a, input)
+	case "resume":
+		return resumeCase(a, input)
+	case "resumable":
+		var out []string
+		for _, st := range input {
+			out = append(out, fmt.Sprintf("%s %s", st, map[bool]string{true: "yes", false: "no"}[Resumable(st)]))
+		}
+		return out, nil
 	}
 	return nil, fmt.Errorf("unknown command %q", f[0])
 }
@@ -262,4 +276,38 @@ func parentCase(a map[string]string, input []string) ([]string, error) {
 		return []string{"parent none"}, nil
 	}
 	return []string{"parent " + names[p]}, nil
+}
+
+// refusals names each Refusal in the scripts.
+var refusals = map[Refusal]string{
+	RefuseCompleted: "completed", RefuseNoCheckpoint: "no-checkpoint", RefuseNoCleanPoint: "no-clean-point",
+	RefuseUnknownFrom: "unknown-from", RefuseNotResumable: "not-resumable",
+}
+
+func resumeCase(a map[string]string, input []string) ([]string, error) {
+	names := ids{}
+	var points []ResumePoint
+	for _, line := range input {
+		f := strings.Fields(line)
+		pa, err := args(f[1:])
+		if err != nil {
+			return nil, err
+		}
+		points = append(points, ResumePoint{ID: names.name(f[0]), Clean: pa["dirty"] == "", Resumable: pa["final"] == ""})
+	}
+	var from records.ID
+	if n, ok := a["from"]; ok {
+		from = names.name(n)
+	}
+	i, why := ResumeFrom(a["status"], points, from)
+	switch {
+	case why == RefuseNotResumable:
+		return []string{"refused " + refusals[why] + " " + names[points[i].ID]}, nil
+	case why != NotRefused:
+		if i != -1 {
+			return nil, fmt.Errorf("refused %v with index %d, want -1", why, i)
+		}
+		return []string{"refused " + refusals[why]}, nil
+	}
+	return []string{"from " + names[points[i].ID]}, nil
 }

@@ -168,7 +168,7 @@ func (c *Client) FindCheckpoint(ctx context.Context, thread, ref string) (SavedC
 	if id, err := records.ParseID(ref); err == nil {
 		return c.CheckpointByID(ctx, thread, id)
 	}
-	var byName, byEnd []SavedCheckpoint
+	m := refMatch{ref: ref}
 	for e, err := range c.log.Read(ctx, thread, splog.Kind(records.KindCheckpoint)) {
 		if errors.Is(err, records.ErrCorrupt) {
 			continue
@@ -176,27 +176,44 @@ func (c *Client) FindCheckpoint(ctx context.Context, thread, ref string) (SavedC
 		if err != nil {
 			return SavedCheckpoint{}, fmt.Errorf("checkpoint %q of %q: %w", ref, thread, err)
 		}
-		sc, err := savedCheckpoint(e)
-		if err != nil {
-			continue
-		}
-		if sc.Checkpoint.Name == ref {
-			byName = append(byName, sc)
-		}
-		if len(ref) >= minShortID && strings.HasSuffix(sc.ID.String(), ref) {
-			byEnd = append(byEnd, sc)
+		if sc, err := savedCheckpoint(e); err == nil {
+			m.add(sc)
 		}
 	}
+	return m.result(thread)
+}
+
+// refMatch finds the checkpoint that ref names by the end of its id or
+// by its name, as FindCheckpoint reads it, among the checkpoints added
+// (oldest first).
+type refMatch struct {
+	ref    string
+	byName *SavedCheckpoint  // the newest of that name
+	byEnd  []SavedCheckpoint // those whose id ends with ref
+}
+
+func (m *refMatch) add(sc SavedCheckpoint) {
+	if sc.Checkpoint.Name == m.ref {
+		m.byName = &sc
+	}
+	if len(m.ref) >= minShortID && strings.HasSuffix(sc.ID.String(), m.ref) {
+		m.byEnd = append(m.byEnd, sc)
+	}
+}
+
+// result is the checkpoint ref names: one whose id it ends, else the
+// newest of its name; ErrNotFound when none.
+func (m *refMatch) result(thread string) (SavedCheckpoint, error) {
 	switch {
-	case len(byEnd) == 1:
-		return byEnd[0], nil
-	case len(byEnd) > 1:
+	case len(m.byEnd) == 1:
+		return m.byEnd[0], nil
+	case len(m.byEnd) > 1:
 		return SavedCheckpoint{}, &records.FieldError{Field: "checkpoint",
-			Rule: fmt.Sprintf("%q ends %d checkpoint ids of thread %q; give more of the id", ref, len(byEnd), thread)}
-	case len(byName) > 0:
-		return byName[len(byName)-1], nil
+			Rule: fmt.Sprintf("%q ends %d checkpoint ids of thread %q; give more of the id", m.ref, len(m.byEnd), thread)}
+	case m.byName != nil:
+		return *m.byName, nil
 	}
-	return SavedCheckpoint{}, fmt.Errorf("no checkpoint %q (id, end of an id or name) on thread %q: %w", ref, thread, ErrNotFound)
+	return SavedCheckpoint{}, fmt.Errorf("no checkpoint %q (id, end of an id or name) on thread %q: %w", m.ref, thread, ErrNotFound)
 }
 
 // CheckpointByID returns the checkpoint id of thread, verified. An id

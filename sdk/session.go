@@ -14,6 +14,7 @@ import (
 	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/projections"
 	"github.com/spl-dev/spl/records"
+	"github.com/spl-dev/spl/rules"
 )
 
 // Session statuses (SessionInfo.Status).
@@ -24,15 +25,6 @@ const (
 	StatusCompleted = records.StatusCompleted
 	StatusCancelled = records.StatusCancelled
 )
-
-// ResumableStatuses are the statuses of sessions that can be resumed
-// and that SessionFilter.Resumable lists.
-var ResumableStatuses = []string{StatusFailed, StatusPaused, StatusCancelled}
-
-// Resumable reports whether a session of status can be resumed: the one
-// rule, which the HTTP API and the CLI's --json hand to every face as
-// "resumable".
-func Resumable(status string) bool { return slices.Contains(ResumableStatuses, status) }
 
 // DefaultReplayDepth is how many transcript events of each agent a pause
 // keeps when PauseOptions.Depth is 0.
@@ -70,15 +62,19 @@ type SessionInfo struct {
 	StatusID records.ID // the status event (zero: running, with none)
 	// LastCheckpoint is the id of its latest checkpoint (zero: none).
 	LastCheckpoint records.ID
-	Created        time.Time // time of its first record
-	Updated        time.Time // time of its newest record
+	// Resumable says whether it is a session to resume, by the one rule
+	// (rules.Resumable: paused, failed, cancelled): every face offers
+	// Resume by it, and decides nothing itself.
+	Resumable bool
+	Created   time.Time // time of its first record
+	Updated   time.Time // time of its newest record
 }
 
 // SessionFilter selects and pages Sessions. Its zero value lists every
 // session, newest activity first.
 type SessionFilter struct {
 	Status    []string // sessions with one of these statuses
-	Resumable bool     // sessions that can be resumed: failed, paused, cancelled
+	Resumable bool     // sessions to resume (rules.Resumable): failed, paused, cancelled
 	Offset    int      // skip this many
 	Limit     int      // then at most this many; 0: all
 	Freshness
@@ -97,9 +93,9 @@ func (c *Client) Sessions(ctx context.Context, f SessionFilter) ([]SessionInfo, 
 	}
 	if f.Resumable {
 		if len(statuses) == 0 {
-			statuses = ResumableStatuses
+			statuses = rules.ResumableStatuses
 		} else {
-			statuses = slices.DeleteFunc(slices.Clone(statuses), func(s string) bool { return !Resumable(s) })
+			statuses = slices.DeleteFunc(slices.Clone(statuses), func(s string) bool { return !rules.Resumable(s) })
 			if len(statuses) == 0 {
 				return nil, nil
 			}
@@ -161,7 +157,8 @@ func (c *Client) Session(ctx context.Context, thread string, fr Freshness) (Sess
 }
 
 func (c *Client) sessionInfo(ctx context.Context, p *clientProjections, t *projections.Thread) (SessionInfo, error) {
-	s := SessionInfo{Thread: t.Thread, Status: t.SessionStatus(), Updated: time.UnixMilli(t.LastTS).UTC()}
+	st := t.SessionStatus()
+	s := SessionInfo{Thread: t.Thread, Status: st, Resumable: rules.Resumable(st), Updated: time.UnixMilli(t.LastTS).UTC()}
 	if t.First != 0 {
 		if e, err := c.log.At(ctx, t.First); err == nil {
 			s.Created = e.Record.Time()

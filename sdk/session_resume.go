@@ -11,6 +11,7 @@ import (
 
 	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
+	"github.com/spl-dev/spl/rules"
 )
 
 // ResumeOptions say where a resume starts and what it changes.
@@ -55,8 +56,9 @@ type ResumeContext struct {
 }
 
 // ResumeSession resumes the session of thread, as actor: it picks the
-// checkpoint (o.From, else the latest; for a failed session the latest
-// clean one that can be resumed from), applies o.Set to its memory and
+// checkpoint by the one rule, rules.ResumeFrom (o.From, else the latest;
+// for a failed session the latest clean one that can be resumed from),
+// applies o.Set to its memory and
 // records the change, carries its budget and rounds and resets its time,
 // builds each agent's prompt section, and records an
 // agent.session.resumed event naming the checkpoint. It refuses a
@@ -81,75 +83,117 @@ func (c *Client) ResumeSession(ctx context.Context, thread, actor string, o Resu
 // when its thread moved under it.
 const resumeRounds = 5
 
-// resumeSession is one round of ResumeSession, its appends conditional on
-// the thread's clock read first.
+// resumeSession is one round of ResumeSession: read, decide, append on
+// condition that the thread is still where it was read.
 func (c *Client) resumeSession(ctx context.Context, thread, actor string, o ResumeOptions) (ResumeContext, error) {
-	at, err := c.log.ThreadClock(ctx, thread)
-	if err != nil {
-		return ResumeContext{}, fmt.Errorf("spl/sdk: resume %q: %w", thread, err)
-	}
-	status, err := c.statusNow(ctx, thread)
+	rd, err := c.readResume(ctx, thread)
 	if err != nil {
 		return ResumeContext{}, err
 	}
-	if status == StatusCompleted {
-		return ResumeContext{}, fmt.Errorf("resume %q: %w", thread, ErrSessionCompleted)
+	from, err := c.decideResume(ctx, rd, o)
+	if err != nil {
+		return ResumeContext{}, err
+	}
+	return c.appendResume(ctx, rd, actor, from, o.Set)
+}
+
+// resumeRead is what a round of ResumeSession read of its thread.
+type resumeRead struct {
+	thread  string
+	at      uint64 // the thread's clock before the reads: the appends are conditional on it
+	status  string
+	cps     []SessionCheckpoint // oldest first, those that verify
+	skipped []uint64            // clocks of the checkpoints that do not
+}
+
+// readResume reads what a resume decides from: the thread's clock first,
+// then its session's status and its checkpoints.
+func (c *Client) readResume(ctx context.Context, thread string) (resumeRead, error) {
+	rd := resumeRead{thread: thread}
+	var err error
+	if rd.at, err = c.log.ThreadClock(ctx, thread); err != nil {
+		return rd, fmt.Errorf("spl/sdk: resume %q: %w", thread, err)
+	}
+	if rd.status, err = c.statusNow(ctx, thread); err != nil {
+		return rd, err
+	}
+	if rd.status == StatusCompleted {
+		return rd, nil // refused whatever the checkpoints: not read
 	}
 	cps, err := c.SessionCheckpoints(ctx, thread, CheckpointQuery{})
 	skipped, ok := Skipped(err)
 	if !ok {
-		return ResumeContext{}, fmt.Errorf("spl/sdk: resume %q: %w", thread, err)
+		return rd, fmt.Errorf("spl/sdk: resume %q: %w", thread, err)
 	}
-	if o.From.IsZero() && o.Ref != "" {
-		sc, err := c.FindCheckpoint(ctx, thread, o.Ref)
+	rd.cps, rd.skipped = cps, skipped
+	return rd, nil
+}
+
+// decideResume is the checkpoint a resume of what rd read takes up
+// (o.From, else the one o.Ref names, else the rule's choice:
+// rules.ResumeFrom), or the refusal as an error.
+func (c *Client) decideResume(ctx context.Context, rd resumeRead, o ResumeOptions) (*SessionCheckpoint, error) {
+	thread, cps := rd.thread, rd.cps
+	if o.From.IsZero() && o.Ref != "" && rd.status != StatusCompleted {
+		m := refMatch{ref: o.Ref}
+		for _, s := range cps {
+			m.add(s.SavedCheckpoint)
+		}
+		sc, err := m.result(thread)
+		if errors.Is(err, ErrNotFound) {
+			// Not among those read: say why as FindCheckpoint does (an
+			// erased one, a record that is no checkpoint).
+			sc, err = c.FindCheckpoint(ctx, thread, o.Ref)
+		}
 		if err != nil {
-			return ResumeContext{}, fmt.Errorf("resume %q from %q: %w", thread, o.Ref, err)
+			return nil, fmt.Errorf("resume %q from %q: %w", thread, o.Ref, err)
 		}
 		o.From = sc.ID
 	}
-	var from *SessionCheckpoint
-	switch {
-	case !o.From.IsZero():
-		i := slices.IndexFunc(cps, func(s SessionCheckpoint) bool { return s.ID == o.From })
-		if i < 0 {
-			return ResumeContext{}, fmt.Errorf("resume %q: checkpoint %s: %w", thread, o.From, ErrNotFound)
-		}
-		from = &cps[i]
-	case status == StatusFailed:
-		for i := len(cps) - 1; i >= 0; i-- {
-			if cps[i].State.Clean() && cps[i].State.Resumable() {
-				from = &cps[i]
-				break
-			}
-		}
-		if from == nil {
-			return ResumeContext{}, fmt.Errorf("resume %q: failed, and none of its %d checkpoints is clean and resumable: %w", thread, len(cps), ErrNoResumePoint)
-		}
-	case len(cps) > 0:
-		from = &cps[len(cps)-1]
-	default:
-		return ResumeContext{}, fmt.Errorf("resume %q: no checkpoint: %w", thread, ErrNoResumePoint)
+	points := make([]rules.ResumePoint, len(cps))
+	for i, s := range cps {
+		points[i] = rules.ResumePoint{ID: s.ID, Clean: s.State.Clean(), Resumable: s.State.Resumable()}
 	}
-	if !from.State.Resumable() {
-		why := from.State.Description
-		if why == "" {
-			why = "can_resume_from is false"
-		}
-		return ResumeContext{}, fmt.Errorf("resume %q from %s (clock %d): %s: %w", thread, from.ID, from.Clock, why, ErrNotResumable)
+	i, why := rules.ResumeFrom(rd.status, points, o.From)
+	switch why {
+	case rules.NotRefused:
+		return &cps[i], nil
+	case rules.RefuseCompleted:
+		return nil, fmt.Errorf("resume %q: %w", thread, ErrSessionCompleted)
+	case rules.RefuseUnknownFrom:
+		return nil, fmt.Errorf("resume %q: checkpoint %s: %w", thread, o.From, ErrNotFound)
+	case rules.RefuseNoCleanPoint:
+		return nil, fmt.Errorf("resume %q: failed, and none of its %d checkpoints is clean and resumable: %w", thread, len(cps), ErrNoResumePoint)
+	case rules.RefuseNoCheckpoint:
+		return nil, fmt.Errorf("resume %q: no checkpoint: %w", thread, ErrNoResumePoint)
 	}
-	rc := ResumeContext{Thread: thread, From: *from, WasStatus: status, Memory: make(map[string]any), Skipped: skipped}
+	from := &cps[i] // rules.RefuseNotResumable
+	reason := from.State.Description
+	if reason == "" {
+		reason = "can_resume_from is false"
+	}
+	return nil, fmt.Errorf("resume %q from %s (clock %d): %s: %w", thread, from.ID, from.Clock, reason, ErrNotResumable)
+}
+
+// appendResume takes up checkpoint from, as actor: it records the
+// changes set makes to its memory, then the resumed event, each appended
+// only if the thread is where rd read it (else an error wrapping
+// log.ErrMoved: a pause, completion or checkpoint landed in between).
+func (c *Client) appendResume(ctx context.Context, rd resumeRead, actor string, from *SessionCheckpoint, set map[string]any) (ResumeContext, error) {
+	thread, at := rd.thread, rd.at
+	rc := ResumeContext{Thread: thread, From: *from, WasStatus: rd.status, Memory: make(map[string]any), Skipped: rd.skipped}
 	maps.Copy(rc.Memory, from.State.SharedMemory)
-	maps.Copy(rc.Memory, o.Set)
-	if len(o.Set) > 0 {
+	maps.Copy(rc.Memory, set)
+	if len(set) > 0 {
 		r, err := c.appendEventAfter(ctx, Event{Act: records.ActDo, Kind: records.KindSessionMemory, Thread: thread, Actor: actor,
-			Body: records.SessionEvent{Checkpoint: from.ID.String(), Set: o.Set}.Body(records.KindSessionMemory)}, at)
+			Body: records.SessionEvent{Checkpoint: from.ID.String(), Set: set}.Body(records.KindSessionMemory)}, at)
 		if err != nil {
 			return rc, fmt.Errorf("spl/sdk: resume %q: record memory changes: %w", thread, err)
 		}
 		at = r.Clock
 		rc.MemoryEdit = &Receipt{ID: r.ID, Clock: r.Clock}
 		if ev, err := records.DecodeSessionEvent(records.KindSessionMemory, r.Body); err == nil {
-			for k := range o.Set {
+			for k := range set {
 				if _, kept := ev.Set[k]; !kept {
 					rc.Redacted = append(rc.Redacted, k)
 				}

@@ -11,7 +11,7 @@ import (
 // Wire returns the JSON form of s that the CLI's --json and the HTTP API
 // print.
 func (s SessionInfo) Wire() wire.Session {
-	return wire.NewSession(s.Thread, s.Status, s.Error, s.FailedAt, s.LastCheckpoint, s.Created, s.Updated, Resumable(s.Status))
+	return wire.NewSession(s.Thread, s.Status, s.Error, s.FailedAt, s.LastCheckpoint, s.Created, s.Updated, s.Resumable)
 }
 
 // Wire returns the JSON form of the checkpoint with its execution state.

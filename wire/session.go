@@ -18,9 +18,9 @@ type Session struct {
 	LastCheckpoint *string `json:"last_checkpoint"` // id; null when none
 	CreatedAt      string  `json:"created_at"`      // UTC, in TimeLayout
 	UpdatedAt      string  `json:"updated_at"`
-	// Resumable says whether the session can be resumed, by the service
-	// layer's rule (sdk.Resumable): faces offer Resume by it, and decide
-	// nothing themselves.
+	// Resumable says whether the session is one to resume, by the
+	// service layer's rule (rules.Resumable, as sdk.SessionInfo carries
+	// it): faces offer Resume by it, and decide nothing themselves.
 	Resumable bool `json:"resumable"`
 }
 
