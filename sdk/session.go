@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	splog "github.com/spl-dev/spl/log"
@@ -385,16 +386,23 @@ func (c *Client) PauseSession(ctx context.Context, thread, actor string, o Pause
 // statusNow is the status of thread's session by the one rule
 // (records.SessionStatus), read from the log, not the index, so that a
 // pause or resume right after another one sees it: "" when the thread
-// holds no session.
+// holds no session. The gets of the newest event of each kind go out
+// together.
 func (c *Client) statusNow(ctx context.Context, thread string) (string, error) {
+	latest := make([]splog.Entry, len(records.SessionEventKinds))
+	errs := make([]error, len(records.SessionEventKinds))
+	var wg sync.WaitGroup
+	for i, kind := range records.SessionEventKinds {
+		wg.Go(func() { latest[i], _, errs[i] = c.log.LatestValid(ctx, thread, kind) }) // a message that is no record sets no status
+	}
+	wg.Wait()
 	var best splog.Entry
-	for _, kind := range records.SessionEventKinds {
-		e, _, err := c.log.LatestValid(ctx, thread, kind) // a message that is no record sets no status
-		if errors.Is(err, ErrNotFound) {
+	for i, e := range latest {
+		if errors.Is(errs[i], ErrNotFound) {
 			continue
 		}
-		if err != nil {
-			return "", fmt.Errorf("spl/sdk: session status of %q: %w", thread, err)
+		if errs[i] != nil {
+			return "", fmt.Errorf("spl/sdk: session status of %q: %w", thread, errs[i])
 		}
 		if e.Clock > best.Clock {
 			best = e
