@@ -51,6 +51,12 @@ func TestImportsOnlyRecords(t *testing.T) {
 //	    prints "from @N" or "refused WHY [@N]" (ResumeFrom)
 //	resumable
 //	    input: a status a line; prints "STATUS yes|no" (Resumable)
+//	home reserved=R [thread=T] [all]
+//	    prints "home H scope S" or "refused: RULE" (PolicyHome)
+//	policies reserved=R thread=T [override]
+//	    input: the newest policy record of a home a line, "HOME SCOPE";
+//	    prints "homes H ..." (PolicyHomes) and "holds H ..." or "holds
+//	    none" (PoliciesFor)
 func TestScripts(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.txt")
 	if err != nil || len(files) == 0 {
@@ -147,6 +153,14 @@ func runCase(cmd string, input []string) ([]string, error) {
 		return parentCase(a, input)
 	case "resume":
 		return resumeCase(a, input)
+	case "home":
+		home, scope, err := PolicyHome(a["reserved"], a["thread"], a["all"] != "")
+		if err != nil {
+			return []string{"refused: " + err.Error()}, nil
+		}
+		return []string{"home " + home + " scope " + scope}, nil
+	case "policies":
+		return policiesCase(a, input)
 	case "resumable":
 		var out []string
 		for _, st := range input {
@@ -310,4 +324,25 @@ func resumeCase(a map[string]string, input []string) ([]string, error) {
 		return []string{"refused " + refusals[why]}, nil
 	}
 	return []string{"from " + names[points[i].ID]}, nil
+}
+
+func policiesCase(a map[string]string, input []string) ([]string, error) {
+	var recs []PolicyRecord
+	for _, line := range input {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			return nil, fmt.Errorf("%q: want HOME SCOPE", line)
+		}
+		recs = append(recs, PolicyRecord{Thread: f[0], Scope: f[1]})
+	}
+	reserved, thread := a["reserved"], a["thread"]
+	out := []string{"homes " + strings.Join(PolicyHomes(reserved, thread), " ")}
+	var holds []string
+	for _, i := range PoliciesFor(reserved, thread, recs, a["override"] != "") {
+		holds = append(holds, recs[i].Thread)
+	}
+	if len(holds) == 0 {
+		holds = []string{"none"}
+	}
+	return append(out, "holds "+strings.Join(holds, " ")), nil
 }

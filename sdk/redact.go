@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 
 	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
+	"github.com/spl-dev/spl/rules"
 )
 
 // RedactionThread is the reserved thread that holds the redaction policy
@@ -45,19 +47,10 @@ type RedactionPolicy struct {
 	Time  time.Time
 }
 
-// home returns the thread p's record goes on and its scope.
+// home returns the thread p's record goes on and its scope
+// (rules.PolicyHome).
 func (p RedactionPolicy) home() (string, string, error) {
-	switch {
-	case p.All && p.Thread != "":
-		return "", "", &records.FieldError{Field: "thread", Rule: "give a thread or All, not both"}
-	case p.All:
-		return RedactionThread, records.ScopeAll, nil
-	case p.Thread == "":
-		return "", "", &records.FieldError{Field: "thread", Rule: "give the thread of the policy, or All for every thread"}
-	case p.Thread == RedactionThread:
-		return "", "", &records.FieldError{Field: "thread", Rule: fmt.Sprintf("%q is reserved for the policy of all threads; use All", RedactionThread)}
-	}
-	return p.Thread, records.ScopeThread, nil
+	return rules.PolicyHome(RedactionThread, p.Thread, p.All)
 }
 
 // SetRedaction stores policy p, as actor (empty: the client's actor). It
@@ -76,41 +69,34 @@ func (c *Client) SetRedaction(ctx context.Context, actor string, p RedactionPoli
 }
 
 // RedactionFor returns the policies that hold for thread: the policy of
-// all threads, then the thread's own, each when there is one.
+// all threads, then the thread's own, each when there is one
+// (rules.PoliciesFor). A newest policy record that does not verify is
+// not passed over for an older one, which might redact less: the thread
+// takes no records until it is erased (the error says how).
 func (c *Client) RedactionFor(ctx context.Context, thread string) ([]RedactionPolicy, error) {
-	var out []RedactionPolicy
-	homes := []string{RedactionThread}
-	if thread != RedactionThread {
-		homes = append(homes, thread)
-	}
-	for _, home := range homes {
-		// A newest policy record that does not verify is not passed
-		// over for an older one, which might redact less: the thread
-		// takes no records until it is erased (the error says how).
-		e, err := c.log.Latest(ctx, home, records.KindRedaction)
-		if errors.Is(err, ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("redaction policy of %q: %w%s", home, err, eraseHint(err, home))
-		}
+	return redactionPolicies.For(ctx, c.log, thread)
+}
+
+// redactionPolicies reads the redaction policies: both the policy of all
+// threads and a thread's own hold.
+var redactionPolicies = policyKind[RedactionPolicy]{
+	name: "redaction", kind: records.KindRedaction, reserved: RedactionThread,
+	decode: func(e splog.Entry) (RedactionPolicy, string, error) {
 		r, err := records.DecodeRedaction(e.Record.Body)
 		if err == nil {
 			err = r.Validate()
 		}
 		if err != nil {
-			return nil, fmt.Errorf("redaction policy of %q at clock %d: %w", home, e.Clock, err)
+			return RedactionPolicy{}, "", err
 		}
 		h := e.Record.Header
-		out = append(out, RedactionPolicy{
-			Thread: h.Thread, All: r.Scope == records.ScopeAll, Keys: r.Keys, Patterns: r.Patterns,
-			ID: e.ID, Clock: e.Clock, Actor: h.Actor, Time: time.UnixMilli(h.TS).UTC(),
-		})
-	}
-	if len(out) > 0 && out[0].All {
-		out[0].Thread = ""
-	}
-	return out, nil
+		p := RedactionPolicy{Thread: h.Thread, All: r.Scope == records.ScopeAll, Keys: r.Keys, Patterns: r.Patterns,
+			ID: e.ID, Clock: e.Clock, Actor: h.Actor, Time: time.UnixMilli(h.TS).UTC()}
+		if p.All {
+			p.Thread = ""
+		}
+		return p, r.Scope, nil
+	},
 }
 
 // eraseHint says how to remove the message that err, a read of a
@@ -140,7 +126,7 @@ func (c *Client) redactBody(ctx context.Context, thread string, body []byte) ([]
 	if err != nil {
 		return nil, nil, fmt.Errorf("spl/sdk: redaction: %w", err)
 	}
-	if !homes[RedactionThread] && !homes[thread] {
+	if !slices.ContainsFunc(rules.PolicyHomes(RedactionThread, thread), func(h string) bool { return homes[h] }) {
 		return body, nil, nil // no policy holds for thread: nothing to read
 	}
 	pols, err := c.redactions.get(thread, func() ([]RedactionPolicy, error) { return c.RedactionFor(ctx, thread) })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,19 +60,11 @@ func (p RetentionPolicy) Scope() string {
 }
 
 // Home checks which policy p names (Thread or All) and returns the thread
-// its records are on: the thread itself, or RetentionThread for All.
+// its records are on: the thread itself, or RetentionThread for All
+// (rules.PolicyHome).
 func (p RetentionPolicy) Home() (string, error) {
-	switch {
-	case p.All && p.Thread != "":
-		return "", &records.FieldError{Field: "thread", Rule: "give a thread or All, not both"}
-	case p.All:
-		return RetentionThread, nil
-	case p.Thread == "":
-		return "", &records.FieldError{Field: "thread", Rule: "give the thread of the policy, or All for every thread"}
-	case p.Thread == RetentionThread:
-		return "", &records.FieldError{Field: "thread", Rule: fmt.Sprintf("%q is reserved for the policy of all threads; use All", RetentionThread)}
-	}
-	return p.Thread, nil
+	home, _, err := rules.PolicyHome(RetentionThread, p.Thread, p.All)
+	return home, err
 }
 
 // body checks p and returns its record body and thread.
@@ -150,26 +143,19 @@ func (c *Client) ClearRetention(ctx context.Context, actor string, p RetentionPo
 // Retention lists the policies in force: the policy of all threads first,
 // if there is one, then each thread's own, by thread.
 func (c *Client) Retention(ctx context.Context) ([]RetentionPolicy, error) {
-	var out []RetentionPolicy
-	all, err := c.storedPolicy(ctx, RetentionThread, records.ScopeAll)
-	switch {
-	case err == nil:
-		out = append(out, all)
-	case !errors.Is(err, ErrNotFound):
-		return nil, err
-	}
-	threads, err := c.threadsWith(ctx, records.KindRetention)
+	homes, err := c.threadsWith(ctx, records.KindRetention)
 	if err != nil {
 		return nil, err
 	}
-	for _, t := range threads {
-		if t == RetentionThread {
-			continue
-		}
-		p, err := c.storedPolicy(ctx, t, records.ScopeThread)
+	homes = append([]string{RetentionThread}, slices.DeleteFunc(homes, func(t string) bool { return t == RetentionThread })...)
+	var out []RetentionPolicy
+	for _, home := range homes {
+		p, scope, err := retentionPolicies.newest(ctx, c.log, home)
 		switch {
 		case err == nil:
-			out = append(out, p)
+			if retentionPolicies.holds(home, scope) {
+				out = append(out, p)
+			}
 		case !errors.Is(err, ErrNotFound):
 			return out, err
 		}
@@ -178,50 +164,43 @@ func (c *Client) Retention(ctx context.Context) ([]RetentionPolicy, error) {
 }
 
 // RetentionFor returns the policy that governs thread: its own, else the
-// policy of all threads, else ErrNotFound. It costs two last-by-subject
-// gets.
+// policy of all threads (rules.PoliciesFor), else ErrNotFound. It costs
+// two last-by-subject gets, sent together.
 func (c *Client) RetentionFor(ctx context.Context, thread string) (RetentionPolicy, error) {
-	if thread != RetentionThread {
-		p, err := c.storedPolicy(ctx, thread, records.ScopeThread)
-		if !errors.Is(err, ErrNotFound) {
-			return p, err
-		}
+	pols, err := retentionPolicies.For(ctx, c.log, thread)
+	if err != nil {
+		return RetentionPolicy{}, err
 	}
-	return c.storedPolicy(ctx, RetentionThread, records.ScopeAll)
+	if len(pols) == 0 {
+		return RetentionPolicy{}, fmt.Errorf("no retention policy governs thread %q: %w", thread, ErrNotFound)
+	}
+	return pols[0], nil
 }
 
-// storedPolicy reads the newest core.retention record of thread. A record
-// whose scope is not want (a thread policy on RetentionThread, a policy of
-// all threads elsewhere) is no policy: ErrNotFound.
-func (c *Client) storedPolicy(ctx context.Context, thread, want string) (RetentionPolicy, error) {
-	// A newest policy record that does not verify is not passed over for
-	// an older one, which might keep less: retention of the thread stops
-	// there, naming it, until it is erased (the error says how).
-	e, err := c.log.Latest(ctx, thread, records.KindRetention)
-	if err != nil {
-		return RetentionPolicy{}, fmt.Errorf("retention policy of %q: %w%s", thread, err, eraseHint(err, thread))
-	}
-	r, err := records.DecodeRetention(e.Record.Body)
-	if err == nil {
-		err = r.Validate()
-	}
-	if err != nil {
-		return RetentionPolicy{}, fmt.Errorf("retention policy of %q at clock %d: %w", thread, e.Clock, err)
-	}
-	if r.Scope != want {
-		return RetentionPolicy{}, fmt.Errorf("retention policy of %q: the newest has scope %q: %w", thread, r.Scope, ErrNotFound)
-	}
-	p := RetentionPolicy{
-		KeepLast: int(min(r.KeepLast, uint64(1<<31-1))),
-		MaxAge:   time.Duration(min(r.MaxAgeMS, uint64(1<<63-1)/uint64(time.Millisecond))) * time.Millisecond,
-		ID:       e.ID, Clock: e.Clock, Actor: e.Record.Header.Actor, Time: e.Record.Time(),
-	}
-	if r.Scope == records.ScopeAll {
-		p.All = true
-	} else {
-		p.Thread = thread
-	}
-	return p, nil
+// retentionPolicies reads the retention policies: a thread's own replaces
+// the policy of all threads.
+var retentionPolicies = policyKind[RetentionPolicy]{
+	name: "retention", kind: records.KindRetention, reserved: RetentionThread, override: true,
+	decode: func(e splog.Entry) (RetentionPolicy, string, error) {
+		r, err := records.DecodeRetention(e.Record.Body)
+		if err == nil {
+			err = r.Validate()
+		}
+		if err != nil {
+			return RetentionPolicy{}, "", err
+		}
+		p := RetentionPolicy{
+			KeepLast: int(min(r.KeepLast, uint64(1<<31-1))),
+			MaxAge:   time.Duration(min(r.MaxAgeMS, uint64(1<<63-1)/uint64(time.Millisecond))) * time.Millisecond,
+			ID:       e.ID, Clock: e.Clock, Actor: e.Record.Header.Actor, Time: e.Record.Time(),
+		}
+		if r.Scope == records.ScopeAll {
+			p.All = true
+		} else {
+			p.Thread = e.Record.Header.Thread
+		}
+		return p, r.Scope, nil
+	},
 }
 
 // RetentionResult is what retention did to one thread.

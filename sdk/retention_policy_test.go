@@ -75,3 +75,50 @@ func TestApplyRetentionGoesOnPastADamagedPolicy(t *testing.T) {
 		t.Fatalf("ClearRetention over a damaged policy: %+v, %v; want records.ErrCorrupt and nothing erased", cr, err)
 	}
 }
+
+// The scope rule, as the service layer reads it: a thread's own
+// retention policy governs it, so a damaged policy of all threads does
+// not stop its retention, while a thread without one of its own is told
+// of the damage; redaction applies both policies, so a damaged policy of
+// all threads stops every thread's appends.
+func TestPolicyScopeOverADamagedPolicyOfAll(t *testing.T) {
+	c := open(t, sdk.WithActor(actor))
+	ctx := ctxT(t)
+	all, err := c.SetRetention(ctx, "", sdk.RetentionPolicy{All: true, KeepLast: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := c.SetRetention(ctx, "", sdk.RetentionPolicy{Thread: "th_own", KeepLast: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forge(t, c, recordAt(t, c, records.RetentionThread, all.Clock), map[string]any{"scope": "all", "keep_last": 9})
+	if p, err := c.RetentionFor(ctx, "th_own"); err != nil || p.ID != own.ID || p.All {
+		t.Fatalf("RetentionFor a thread with its own policy: %+v, %v; want its own (%s)", p, err, own.ID.Short())
+	}
+	if _, err := c.RetentionFor(ctx, "th_other"); !errors.Is(err, records.ErrCorrupt) {
+		t.Fatalf("RetentionFor a thread governed by the damaged policy of all: %v, want records.ErrCorrupt", err)
+	}
+	for _, s := range []string{"a", "b"} {
+		saveCP(t, c, "th_own", s, "")
+	}
+	if got, want := summaries(t, c, "th_own"), []string{"b"}; !same(got, want) {
+		t.Fatalf("th_own keeps %v, want %v", got, want)
+	}
+
+	red, err := c.SetRedaction(ctx, "", sdk.RedactionPolicy{All: true, Keys: []string{"secret"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SetRedaction(ctx, "", sdk.RedactionPolicy{Thread: "th_own", Keys: []string{"api_key"}}); err != nil {
+		t.Fatal(err)
+	}
+	pols, err := c.RedactionFor(ctx, "th_own")
+	if err != nil || len(pols) != 2 || !pols[0].All || pols[1].Thread != "th_own" {
+		t.Fatalf("RedactionFor: %+v, %v; want the policy of all, then the thread's", pols, err)
+	}
+	forge(t, c, recordAt(t, c, records.RedactionThread, red.Clock), map[string]any{"scope": "all", "keys": []any{}})
+	if _, err := c.RedactionFor(ctx, "th_own"); !errors.Is(err, records.ErrCorrupt) {
+		t.Fatalf("RedactionFor over a damaged policy of all: %v, want records.ErrCorrupt", err)
+	}
+}
