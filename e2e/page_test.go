@@ -244,6 +244,11 @@ func TestPageReview(t *testing.T) {
 	if eval[bool](b, `document.querySelector("#checkpoints img, #checkpoints b") !== null || window.pwned !== undefined`) {
 		t.Fatalf("the checkpoint's summary became markup in the page")
 	}
+	// Resume is offered by what the API says of the session: not for a
+	// running one.
+	if eval[bool](b, `!document.getElementById("resume").hidden`) {
+		t.Error("the page offers to resume a running session")
+	}
 
 	// Live: a record appended by the CLI arrives through SSE.
 	b.do("follow the thread", chromedp.Click("#follow"))

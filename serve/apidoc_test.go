@@ -161,6 +161,7 @@ func TestAPIShapes(t *testing.T) {
 		{"POST", "/v1/threads/{thread}/prune", "/v1/threads/" + thread + "/prune", `{"keep_last":1,"dry_run":true,"actor":` + act + `}`, 200},
 		{"POST", "/v1/threads/{thread}/pause", "/v1/threads/" + thread + "/pause", `{"actor":` + act + `}`, 201},
 		{"GET", "/v1/sessions", "/v1/sessions", "", 200},
+		{"GET", "/v1/threads/{thread}/session", "/v1/threads/" + thread + "/session", "", 200},
 		{"POST", "/v1/threads/{thread}/resume", "/v1/threads/" + thread + "/resume", `{"actor":` + act + `}`, 200},
 		{"GET", "/v1/runs", "/v1/runs", "", 200},
 		{"GET", "/v1/records/{id}", "/v1/records/" + recs[1].ID + "?thread=" + thread, "", 200},

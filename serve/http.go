@@ -219,7 +219,7 @@ func (s *Server) classify(r *http.Request, err error) (int, wire.Error) {
 		// its actor in its body.
 		return http.StatusBadRequest, wire.Error{Error: "actor: required: name the writer in the request's actor field (a DID such as did:sync:agent:dev); this server has no actor of its own",
 			Field: "actor", Rule: "required: a DID such as did:sync:agent:dev"}
-	case errors.Is(err, sdk.ErrNotFound):
+	case errors.Is(err, sdk.ErrNotFound), errors.Is(err, sdk.ErrNotSession):
 		return http.StatusNotFound, wire.Error{Error: err.Error()}
 	case errors.Is(err, sdk.ErrNeedsAdmin):
 		return http.StatusForbidden, wire.Error{Error: err.Error(), Field: "Authorization", Rule: "needs the admin right"}

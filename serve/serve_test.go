@@ -705,7 +705,7 @@ func TestAPIDocumented(t *testing.T) {
 	routes := []string{"/v1/records", "/v1/records/batch", "/v1/threads", "/v1/threads/{thread}/records", "/v1/threads/{thread}/checkpoint", "/v1/threads/{thread}/events", "/v1/events",
 		"/v1/threads/{thread}/checkpoints", "/v1/threads/{thread}/lineage", "/v1/threads/{thread}/diff",
 		"/v1/threads/{thread}/fork", "/v1/threads/{thread}/pause", "/v1/threads/{thread}/resume", "/v1/sessions",
-		"/v1/threads/{thread}/prune", "/v1/runs", "/v1/runs/{run}", "/v1/runs/{run}/cancel", "/v1/runs/{run}/signal",
+		"/v1/threads/{thread}/session", "/v1/threads/{thread}/prune", "/v1/runs", "/v1/runs/{run}", "/v1/runs/{run}/cancel", "/v1/runs/{run}/signal",
 		"/v1/runs/{run}/open", "/v1/runs/{run}/checkpoints", "/v1/runs/{run}/effects", "/v1/runs/{run}/finish",
 		"/v1/records/{id}", "/v1/threads/{thread}/erase", "/v1/threads/{thread}/pins", "/v1/retention", "/v1/checkpoints/latest",
 		"/", "/v1/login",

@@ -13,10 +13,11 @@ import (
 	"github.com/spl-dev/spl/wire"
 )
 
-// sessionRoutes adds the session routes: the listing by status, pause
-// and resume. Every rule is sdk's.
+// sessionRoutes adds the session routes: the listing by status, one
+// thread's session, pause and resume. Every rule is sdk's.
 func (s *Server) sessionRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/sessions", s.handleSessions)
+	mux.HandleFunc("GET /v1/threads/{thread}/session", s.handleSession)
 	mux.HandleFunc("POST /v1/threads/{thread}/pause", s.handlePause)
 	mux.HandleFunc("POST /v1/threads/{thread}/resume", s.handleResume)
 }
@@ -49,6 +50,24 @@ func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 		out.Sessions[i] = se.Wire()
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// handleSession answers GET /v1/threads/{thread}/session: the thread's
+// session as the listing shows it, with its status and whether it is one
+// to resume, as the service layer says; 404 when the thread holds none.
+func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
+	l := s.liveLog(w)
+	if l == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	se, err := l.Session(ctx, r.PathValue("thread"), sdk.Freshness{Fresh: true})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, se.Wire())
 }
 
 // pauseRequest is the body of POST /v1/threads/{thread}/pause.

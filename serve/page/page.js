@@ -208,6 +208,13 @@ async function openThread(thread) {
   $('thread-name').textContent = thread;
   $('pause').onclick = () => pause(thread);
   $('resume').onclick = () => resume(thread);
+  // Resume is offered when the API says the session is one to resume.
+  $('resume').hidden = true;
+  api('GET', '/v1/threads/' + path(thread) + '/session').then((s) => {
+    if (state.thread === thread) $('resume').hidden = !s.resumable;
+  }, (err) => {
+    if (err.status !== 404 && err.status !== 401) say('Session ' + thread + ': ' + err.message, 'error');
+  });
   const cps = $('checkpoints');
   const lin = $('lineage');
   try {
