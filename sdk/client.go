@@ -234,9 +234,8 @@ type Client struct {
 	retain   map[string]string // threads whose queued checkpoints landed since the last Flush → actor
 	closed   bool
 
-	policies   policyCache    // retention policies the save path last read
-	redactions redactionCache // redaction policies the seal path last read
-	keys       keyCache       // actor key bindings the sign path last read (actor.go)
+	policies policyCache // retention and redaction policies the save and seal paths last read (policy.go)
+	keys     keyCache    // actor key bindings the sign path last read (actor.go)
 
 	blobOnce  sync.Once
 	blobStore blobStore     // payloads of runs too large for a record (run_write.go)
@@ -328,7 +327,7 @@ func open(ctx context.Context, cfg config, co natsio.Options) (*Client, error) {
 		reaped:  make(chan struct{}),
 	}
 	c.cond = sync.NewCond(&c.mu)
-	c.redactions.watch(conn.NC)
+	c.policies.watch(conn.NC)
 	c.life, c.cancel = context.WithCancel(context.Background())
 	go c.reap()
 	return c, nil

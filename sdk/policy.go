@@ -6,8 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
 
 	splog "github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/rules"
 )
 
@@ -91,4 +96,103 @@ func (k policyKind[P]) For(ctx context.Context, l *splog.Log, thread string) ([]
 		out = append(out, pols[found[j]])
 	}
 	return out, nil
+}
+
+// policyTTL bounds how long a client trusts what it last read of a
+// policy when it has seen no policy record since: the bound for a
+// record its connection missed (a reconnect drops what was in flight).
+// Reading a thread's policies costs two gets per save or append, and a
+// policy changes rarely. A save never erases on the strength of a cached
+// retention policy without reading it afresh (enforceRetention), since a
+// new policy may keep more.
+const policyTTL = 2 * time.Second
+
+// policyCache is what a client last read of the policies of both kinds
+// (retention and redaction), by kind and thread. It is invalidated one
+// way for all of them: a generation that every policy record seen on the
+// connection (any thread, either kind), a reconnect and this client's
+// own policy writes bump. An entry read under an older generation, or
+// longer ago than policyTTL, is read again.
+type policyCache struct {
+	gen atomic.Uint64
+	mu  sync.Mutex
+	m   map[policyKey]policyEntry
+}
+
+// policyKey names what an entry holds: the policies of kind for thread,
+// or with thread "" the threads that hold a policy of kind.
+type policyKey struct{ kind, thread string }
+
+type policyEntry struct {
+	v   any
+	err error // nil or ErrNotFound; other errors are not kept
+	at  time.Time
+	gen uint64
+}
+
+// maxPolicyEntries bounds the entries a client keeps; past it the cache
+// starts again.
+const maxPolicyEntries = 1 << 16
+
+// watch subscribes to the subjects of every policy record, of both
+// kinds, and empties the cache after a reconnect.
+func (pc *policyCache) watch(nc *nats.Conn) {
+	if nc == nil {
+		return
+	}
+	for _, kind := range []string{records.KindRetention, records.KindRedaction} {
+		_, _ = nc.Subscribe(splog.SubjectPrefix+".*."+kind, func(*nats.Msg) { pc.clear() }) // without it the TTL bounds staleness
+	}
+	nc.SetReconnectHandler(chainReconnect(nc, pc.clear))
+}
+
+// chainReconnect returns a reconnect handler that calls fn, then the one
+// nc had.
+func chainReconnect(nc *nats.Conn, fn func()) nats.ConnHandler {
+	prev := nc.Opts.ReconnectedCB
+	return func(c *nats.Conn) {
+		fn()
+		if prev != nil {
+			prev(c)
+		}
+	}
+}
+
+// clear forgets every entry.
+func (pc *policyCache) clear() {
+	pc.gen.Add(1)
+	pc.mu.Lock()
+	pc.m = nil
+	pc.mu.Unlock()
+}
+
+// cachedPolicy returns what k names, from pc while its entry is current
+// (cached true), else from read, keeping what it found.
+func cachedPolicy[V any](pc *policyCache, k policyKey, read func() (V, error)) (v V, cached bool, err error) {
+	gen := pc.gen.Load()
+	pc.mu.Lock()
+	e, ok := pc.m[k]
+	pc.mu.Unlock()
+	if ok && e.gen == gen && time.Since(e.at) < policyTTL {
+		return e.v.(V), true, e.err
+	}
+	v, err = refreshPolicy(pc, k, read)
+	return v, false, err
+}
+
+// refreshPolicy reads what k names with read and keeps what it found (a
+// value, or ErrNotFound), under the generation before the read: a policy
+// record seen meanwhile makes the next use read again.
+func refreshPolicy[V any](pc *policyCache, k policyKey, read func() (V, error)) (V, error) {
+	gen, now := pc.gen.Load(), time.Now()
+	v, err := read()
+	if err == nil || errors.Is(err, ErrNotFound) {
+		pc.mu.Lock()
+		if pc.m == nil || len(pc.m) >= maxPolicyEntries {
+			pc.m = make(map[policyKey]policyEntry)
+		}
+		pc.m[k] = policyEntry{v: v, err: err, at: now, gen: gen}
+		pc.mu.Unlock()
+	}
+	return v, err
 }

@@ -7,11 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/nats-io/nats.go"
 
 	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
@@ -59,7 +55,7 @@ func (p RedactionPolicy) home() (string, string, error) {
 // record to them (a subscription on the policies' subjects), or at the
 // latest within policyTTL.
 func (c *Client) SetRedaction(ctx context.Context, actor string, p RedactionPolicy) (Receipt, error) {
-	defer c.redactions.clear()
+	defer c.policies.clear()
 	thread, scope, err := p.home()
 	if err != nil {
 		return Receipt{}, err
@@ -115,7 +111,10 @@ func eraseHint(err error, thread string) string {
 // when nothing is covered. Its callers are the seal path (seal.go) and
 // a run's checkpoints (checkpointRecord), which seal what it returns.
 func (c *Client) redactBody(ctx context.Context, thread string, body []byte) ([]byte, []string, error) {
-	homes, err := c.redactions.homes(func() (map[string]bool, error) {
+	// The threads that hold a policy (RedactionThread for the policy of
+	// all), read in one look at the stream's subjects: a thread none
+	// covers costs no read of its own.
+	homes, _, err := cachedPolicy(&c.policies, policyKey{kind: records.KindRedaction}, func() (map[string]bool, error) {
 		ts, err := c.log.ThreadsWith(ctx, records.KindRedaction)
 		m := make(map[string]bool, len(ts))
 		for _, t := range ts {
@@ -129,7 +128,7 @@ func (c *Client) redactBody(ctx context.Context, thread string, body []byte) ([]
 	if !slices.ContainsFunc(rules.PolicyHomes(RedactionThread, thread), func(h string) bool { return homes[h] }) {
 		return body, nil, nil // no policy holds for thread: nothing to read
 	}
-	pols, err := c.redactions.get(thread, func() ([]RedactionPolicy, error) { return c.RedactionFor(ctx, thread) })
+	pols, _, err := cachedPolicy(&c.policies, policyKey{records.KindRedaction, thread}, func() ([]RedactionPolicy, error) { return c.RedactionFor(ctx, thread) })
 	if err != nil {
 		return nil, nil, fmt.Errorf("spl/sdk: redaction: %w", err)
 	}
@@ -152,104 +151,6 @@ func (c *Client) redactBody(ctx context.Context, thread string, body []byte) ([]
 		return nil, nil, fmt.Errorf("spl/sdk: redaction: %w", err)
 	}
 	return out, removed, nil
-}
-
-// redactionCache is what a client last read of each thread's redaction
-// policies. A core.redaction record seen on the connection (any thread)
-// empties it, so a policy another process stores holds here from the
-// moment its record reaches this process; policyTTL bounds the staleness
-// when that message was missed (a reconnect).
-type redactionCache struct {
-	mu sync.Mutex
-	m  map[string]cachedRedaction
-	// The threads that hold a policy (RedactionThread for the policy of
-	// all), read in one look at the stream's subjects: a thread none
-	// covers costs no read of its own.
-	hs    map[string]bool
-	hsAt  time.Time
-	hsGen uint64
-	gen   atomic.Uint64 // bumped by every policy seen
-	sub   *nats.Subscription
-}
-
-type cachedRedaction struct {
-	pols []RedactionPolicy
-	at   time.Time
-	gen  uint64
-}
-
-// watch subscribes to the subjects of every redaction policy record.
-func (rc *redactionCache) watch(nc *nats.Conn) {
-	if nc == nil {
-		return
-	}
-	sub, err := nc.Subscribe(splog.SubjectPrefix+".*."+records.KindRedaction, func(*nats.Msg) { rc.clear() })
-	if err == nil {
-		rc.sub = sub
-	}
-	nc.SetReconnectHandler(chainReconnect(nc, rc.clear))
-}
-
-// chainReconnect returns a reconnect handler that calls fn, then the one
-// nc had.
-func chainReconnect(nc *nats.Conn, fn func()) nats.ConnHandler {
-	prev := nc.Opts.ReconnectedCB
-	return func(c *nats.Conn) {
-		fn()
-		if prev != nil {
-			prev(c)
-		}
-	}
-}
-
-func (rc *redactionCache) get(thread string, read func() ([]RedactionPolicy, error)) ([]RedactionPolicy, error) {
-	gen := rc.gen.Load()
-	rc.mu.Lock()
-	e, ok := rc.m[thread]
-	rc.mu.Unlock()
-	if ok && e.gen == gen && time.Since(e.at) < policyTTL {
-		return e.pols, nil
-	}
-	now := time.Now()
-	pols, err := read()
-	if err != nil {
-		return nil, err
-	}
-	rc.mu.Lock()
-	if rc.m == nil || len(rc.m) > 1<<16 {
-		rc.m = make(map[string]cachedRedaction)
-	}
-	rc.m[thread] = cachedRedaction{pols: pols, at: now, gen: gen}
-	rc.mu.Unlock()
-	return pols, nil
-}
-
-func (rc *redactionCache) clear() {
-	rc.gen.Add(1)
-	rc.mu.Lock()
-	rc.m, rc.hs = nil, nil
-	rc.mu.Unlock()
-}
-
-// homes returns the threads that hold a redaction policy, as read last
-// (within policyTTL, and since no policy record was seen), else anew.
-func (rc *redactionCache) homes(read func() (map[string]bool, error)) (map[string]bool, error) {
-	gen := rc.gen.Load()
-	rc.mu.Lock()
-	hs, at, hsGen := rc.hs, rc.hsAt, rc.hsGen
-	rc.mu.Unlock()
-	if hs != nil && hsGen == gen && time.Since(at) < policyTTL {
-		return hs, nil
-	}
-	now := time.Now()
-	hs, err := read()
-	if err != nil {
-		return nil, err
-	}
-	rc.mu.Lock()
-	rc.hs, rc.hsAt, rc.hsGen = hs, now, gen
-	rc.mu.Unlock()
-	return hs, nil
 }
 
 // redactOutput applies the redaction policies of thread to out, a tool's

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	splog "github.com/spl-dev/spl/log"
@@ -87,7 +86,9 @@ func (p RetentionPolicy) body() (*records.Retention, string, error) {
 // is saved to a thread it governs, and for every thread by ApplyRetention.
 //
 // The client that sets a policy enforces it from its next save on; other
-// clients within policyTTL.
+// clients as soon as their connection has delivered the policy's record
+// to them (the policy cache's subscription, as for redaction), or at the
+// latest within policyTTL.
 func (c *Client) SetRetention(ctx context.Context, actor string, p RetentionPolicy) (Receipt, error) {
 	defer c.policies.clear()
 	body, thread, err := p.body()
@@ -115,8 +116,9 @@ func (c *Client) SetRetention(ctx context.Context, actor string, p RetentionPoli
 // fails the call with an error wrapping records.ErrCorrupt, and nothing is
 // erased. A policy set while ClearRetention runs may survive it.
 //
-// Like SetRetention, it takes effect at once for this client and within
-// policyTTL for the others.
+// It takes effect at once for this client and within policyTTL for the
+// others (an erasure record is no policy record: their caches do not see
+// it go).
 func (c *Client) ClearRetention(ctx context.Context, actor string, p RetentionPolicy) (EraseResult, error) {
 	defer c.policies.clear()
 	thread, err := p.Home()
@@ -277,8 +279,8 @@ func (c *Client) ApplyRetention(ctx context.Context, actor string) ([]RetentionR
 // at is the thread's last clock when the caller knows it (a save's), else
 // 0: then it is read.
 func (c *Client) enforceRetention(ctx context.Context, thread, actor string, at uint64) (RetentionResult, error) {
-	read := func() (RetentionPolicy, error) { return c.RetentionFor(ctx, thread) }
-	p, cached, err := c.policies.get(thread, read)
+	key, read := retentionKey(thread), func() (RetentionPolicy, error) { return c.RetentionFor(ctx, thread) }
+	p, cached, err := cachedPolicy(&c.policies, key, read)
 	if errors.Is(err, ErrNotFound) {
 		return RetentionResult{Thread: thread}, nil
 	}
@@ -299,7 +301,7 @@ func (c *Client) enforceRetention(ctx context.Context, thread, actor string, at 
 		// holds now, under the policy as it stands now.
 		done = res
 		at = 0 // read it again
-		p, err = c.policies.refresh(thread, read)
+		p, err = refreshPolicy(&c.policies, key, read)
 		if errors.Is(err, ErrNotFound) {
 			return done, nil
 		}
@@ -341,7 +343,7 @@ func (c *Client) retainOnce(ctx context.Context, thread, actor string, p Retenti
 		// This costs the two gets the cache saves, but only on a save
 		// that erases, which also reads every checkpoint of the thread
 		// and appends an erasure record.
-		p, err = c.policies.refresh(thread, read)
+		p, err = refreshPolicy(&c.policies, retentionKey(thread), read)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			return RetentionResult{Thread: thread}, nil
@@ -489,56 +491,6 @@ func (c *Client) threadsWith(ctx context.Context, kind string) ([]string, error)
 	return c.log.ThreadsWith(ctx, kind)
 }
 
-// policyTTL bounds how long the save path of a client trusts what it last
-// read of a thread's retention policy. Reading it costs two gets per save,
-// and a policy changes rarely. A save that missed a new, stricter policy
-// leaves what the next save or spl retention apply erases; a save never
-// erases on the strength of a cached policy without reading it afresh
-// (enforceRetention), since a new policy may keep more.
-const policyTTL = 2 * time.Second
-
-// policyCache is what a client's saves last read of each thread's policy.
-type policyCache struct {
-	mu sync.Mutex
-	m  map[string]cachedPolicy
-}
-
-type cachedPolicy struct {
-	p   RetentionPolicy
-	err error // nil or ErrNotFound; other errors are not kept
-	at  time.Time
-}
-
-// get returns thread's policy, from the cache while it is fresh (cached
-// true), else from read.
-func (pc *policyCache) get(thread string, read func() (RetentionPolicy, error)) (p RetentionPolicy, cached bool, err error) {
-	pc.mu.Lock()
-	e, ok := pc.m[thread]
-	pc.mu.Unlock()
-	if ok && time.Since(e.at) < policyTTL {
-		return e.p, true, e.err
-	}
-	p, err = pc.refresh(thread, read)
-	return p, false, err
-}
-
-// refresh reads thread's policy with read and caches what it found.
-func (pc *policyCache) refresh(thread string, read func() (RetentionPolicy, error)) (RetentionPolicy, error) {
-	now := time.Now()
-	p, err := read()
-	if err == nil || errors.Is(err, ErrNotFound) {
-		pc.mu.Lock()
-		if pc.m == nil || len(pc.m) > 1<<16 {
-			pc.m = make(map[string]cachedPolicy)
-		}
-		pc.m[thread] = cachedPolicy{p: p, err: err, at: now}
-		pc.mu.Unlock()
-	}
-	return p, err
-}
-
-func (pc *policyCache) clear() {
-	pc.mu.Lock()
-	pc.m = nil
-	pc.mu.Unlock()
-}
+// retentionKey names the retention policy of thread in the client's
+// policy cache.
+func retentionKey(thread string) policyKey { return policyKey{records.KindRetention, thread} }
