@@ -50,6 +50,16 @@ func TestEraseInChunks(t *testing.T) {
 	}
 }
 
+// twoProcesses opens two clients on one directory, as two processes
+// would, and a context that bounds the test.
+func twoProcesses(t *testing.T) (context.Context, *Client, *Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	dir := t.TempDir()
+	return ctx, openClient(t, ctx, dir), openClient(t, ctx, dir)
+}
+
 // openClient opens a client on dir with an actor, closed when t ends.
 func openClient(t *testing.T, ctx context.Context, dir string) *Client {
 	t.Helper()
@@ -68,12 +78,8 @@ func openClient(t *testing.T, ctx context.Context, dir string) *Client {
 // retainOnce are taken one by one here, with the pin between them, as the
 // other process would interleave.
 func TestRetentionSparesPinMadeMeanwhile(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	dir := t.TempDir()
+	ctx, c, other := twoProcesses(t)
 	const th = "th_race"
-	c := openClient(t, ctx, dir)
-	other := openClient(t, ctx, dir) // another process on the directory
 	var saved []Receipt
 	for i := range 3 {
 		r, err := c.SaveCheckpoint(ctx, th, "", records.Checkpoint{Summary: fmt.Sprintf("step %d", i), Learnings: []string{"l"}})

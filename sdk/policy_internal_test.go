@@ -1,7 +1,6 @@
 package sdk
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -14,11 +13,7 @@ import (
 // enforces a retention policy set elsewhere a moment ago, and the next
 // append is redacted by a redaction policy likewise.
 func TestPolicyCacheSeesOtherProcesses(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	c := openClient(t, ctx, dir)
-	other := openClient(t, ctx, dir) // another process on the directory
+	ctx, c, other := twoProcesses(t)
 	const th = "th_cache"
 	save := func(summary string) {
 		t.Helper()

@@ -1,10 +1,8 @@
 package sdk
 
 import (
-	"context"
 	"errors"
 	"testing"
-	"time"
 
 	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/records"
@@ -18,11 +16,7 @@ import (
 // ResumeSession are taken one by one here, with the other process's
 // record between them.
 func TestResumeRefusesWhatLandedMeanwhile(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	c := openClient(t, ctx, dir)
-	other := openClient(t, ctx, dir) // another process on the directory
+	ctx, c, other := twoProcesses(t)
 
 	resumedCount := func(thread string) int {
 		n := 0
