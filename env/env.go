@@ -3,16 +3,17 @@
 // os.Getenv, so that each variable has one name, one default and one
 // documented meaning.
 //
-//	variable            read by             meaning (default)
-//	SPL_HOME            Home                data directory of the embedded log (~/.spl)
-//	SPL_ACTOR           Actor               actor DID of records emitted without one (none)
-//	SPL_ACTOR_KEY       ActorKey            file of the Ed25519 key that signs records (none: unsigned)
-//	SPL_SERVER          Server              NATS URL of an spl server to use instead of the embedded log (none)
-//	SPL_CREDS           Creds               NATS credentials file for SPL_SERVER or --server (none)
-//	SPL_TOKEN           Token               NATS token for SPL_SERVER or --server (none)
-//	SPL_TOKEN_FILE      TokenFile           file holding that token, e.g. spl serve's DIR/token (none)
-//	SPL_SERVE_TOKEN     ServeToken          token spl serve requires from clients (none)
-//	SPL_SERVE_PASSWORD  ServePassword       password of spl serve's --user (none)
+//	variable                 read by            meaning (default)
+//	SPL_HOME                 Home               data directory of the embedded log (~/.spl)
+//	SPL_ACTOR                Actor              actor DID of records emitted without one (none)
+//	SPL_ACTOR_KEY            ActorKey           file of the Ed25519 key that signs records (none: unsigned)
+//	SPL_SERVER               Server             NATS URL of an spl server to use instead of the embedded log (none)
+//	SPL_CREDS                Creds              NATS credentials file for SPL_SERVER or --server (none)
+//	SPL_TOKEN                Token              NATS token for SPL_SERVER or --server (none)
+//	SPL_TOKEN_FILE           TokenFile          file holding that token, e.g. spl serve's DIR/token (none)
+//	SPL_SERVE_TOKEN          ServeToken         token spl serve requires from clients (none)
+//	SPL_SERVE_PASSWORD       ServePassword      password of spl serve's --user (none)
+//	SPL_ENCRYPTION_KEY_FILE  EncryptionKeyFile  key file the store is encrypted at rest with (none: not encrypted)
 //
 // A flag of the spl command, or an option of the SDK, overrides the
 // variable it names. A variable set to "" is the same as one not set.
@@ -38,6 +39,8 @@ const (
 	TokenFileVar     = "SPL_TOKEN_FILE"
 	ServeTokenVar    = "SPL_SERVE_TOKEN"
 	ServePasswordVar = "SPL_SERVE_PASSWORD"
+
+	EncryptionKeyFileVar = "SPL_ENCRYPTION_KEY_FILE"
 )
 
 // Home returns the data directory of the embedded log: $SPL_HOME, else
@@ -87,3 +90,9 @@ func ServeToken() string { return os.Getenv(ServeTokenVar) }
 // ServePassword returns $SPL_SERVE_PASSWORD: the password spl serve
 // requires of its --user; "" when not set.
 func ServePassword() string { return os.Getenv(ServePasswordVar) }
+
+// EncryptionKeyFile returns $SPL_ENCRYPTION_KEY_FILE: the key file (32
+// random bytes, see package storekey) that the store of the data
+// directory is encrypted at rest with, for every process that opens the
+// embedded log and for spl serve; "" when not set (not encrypted).
+func EncryptionKeyFile() string { return os.Getenv(EncryptionKeyFileVar) }

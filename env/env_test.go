@@ -33,6 +33,7 @@ func TestStrings(t *testing.T) {
 	}{
 		{ActorVar, Actor}, {ServerVar, Server}, {CredsVar, Creds},
 		{ServeTokenVar, ServeToken}, {ServePasswordVar, ServePassword},
+		{EncryptionKeyFileVar, EncryptionKeyFile},
 	} {
 		t.Setenv(tc.name, "v-"+tc.name)
 		if got, want := tc.read(), "v-"+tc.name; got != want {
