@@ -45,13 +45,13 @@ var (
 	// bytes, all zeros, or readable by others.
 	ErrKeyFile = errors.New("spl/storekey: bad encryption key file")
 	// ErrKeyRequired reports an encrypted store opened without a key.
-	ErrKeyRequired = errors.New("spl/storekey: the store is encrypted and no encryption key was given")
+	ErrKeyRequired = errors.New("spl/storekey: encryption key required")
 	// ErrWrongKey reports an encrypted store opened with a key it was not
 	// encrypted with.
 	ErrWrongKey = errors.New("spl/storekey: wrong encryption key")
 	// ErrNotEncrypted reports a key given for a store that holds data not
 	// encrypted, or for a server that does not encrypt.
-	ErrNotEncrypted = errors.New("spl/storekey: the store is not encrypted")
+	ErrNotEncrypted = errors.New("spl/storekey: store not encrypted")
 	// ErrKeyInDir reports a key file inside the data directory it would
 	// encrypt.
 	ErrKeyInDir = errors.New("spl/storekey: encryption key file inside the data directory")

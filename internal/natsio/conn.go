@@ -30,6 +30,11 @@ type Options struct {
 	Timeout time.Duration
 	// Name names the NATS connection.
 	Name string
+	// KeyFile is the key file the embedded server's store is encrypted at
+	// rest with (package storekey); "" takes the one SPL_ENCRYPTION_KEY_FILE
+	// names, if any. Every process on the directory needs it, since any of
+	// them may run the server. Ignored with URL.
+	KeyFile string
 	// StoreDir, with URL, is the data directory of the in-process server
 	// the URL reaches when that server runs without SyncAlways (spl serve
 	// on one node): the log's writer and the blob store then fsync the
@@ -81,7 +86,7 @@ func Dial(ctx context.Context, opts Options) (*Conn, error) {
 			return nil, fmt.Errorf("connect %s: %w", Redact(opts.URL), err)
 		}
 	} else {
-		c.emb, err = newEmbedded(opts.Dir, opts.Linger)
+		c.emb, err = newEmbedded(opts.Dir, opts.Linger, opts.KeyFile)
 		if err != nil {
 			return nil, err
 		}

@@ -68,7 +68,7 @@ func TestEmbeddedRefusesUnsafeDir(t *testing.T) {
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := newEmbedded(dir, 0); !errors.Is(err, ErrUnsafeDir) {
+	if _, err := newEmbedded(dir, 0, ""); !errors.Is(err, ErrUnsafeDir) {
 		t.Errorf("newEmbedded on a 0777 directory: %v, want ErrUnsafeDir", err)
 	}
 	if _, err := LockDir(dir); !errors.Is(err, ErrUnsafeDir) {

@@ -18,12 +18,16 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+
+	"github.com/spl-dev/spl/env"
+	"github.com/spl-dev/spl/storekey"
 )
 
 // Files in a data directory. The JetStream store lives in jetstream/; the
 // process that holds the exclusive lock on lock runs the embedded server and
 // writes its address to server.json; token authenticates every process that
-// can read the directory.
+// can read the directory; encryption marks a store encrypted at rest
+// (atrest.go).
 const (
 	lockFile   = "lock"
 	addrFile   = "server.json"
@@ -43,6 +47,7 @@ type embedded struct {
 	dir    string
 	token  string
 	linger time.Duration
+	enc    Encryption // of the store: every process on the directory has its key
 
 	mu     sync.Mutex
 	lock   *DirLock       // held while this process serves
@@ -70,15 +75,43 @@ func (e *embedded) restarted() {
 	}
 }
 
-func newEmbedded(dir string, linger time.Duration) (*embedded, error) {
+func newEmbedded(dir string, linger time.Duration, keyFile string) (*embedded, error) {
 	if err := OpenDir(dir); err != nil {
+		return nil, err
+	}
+	enc, err := embeddedEncryption(keyFile)
+	if err != nil {
+		return nil, err
+	}
+	if err := keyOutside(enc.Key, dir); err != nil {
 		return nil, err
 	}
 	token, err := loadToken(filepath.Join(dir, tokenFile))
 	if err != nil {
 		return nil, err
 	}
-	return &embedded{dir: dir, token: token, linger: linger}, nil
+	return &embedded{dir: dir, token: token, linger: linger, enc: enc}, nil
+}
+
+// embeddedEncryption is the encryption of the embedded store: the key in
+// keyFile, else in the file SPL_ENCRYPTION_KEY_FILE names, else none.
+func embeddedEncryption(keyFile string) (Encryption, error) {
+	enc := Encryption{Hint: "set " + env.EncryptionKeyFileVar}
+	name := keyFile
+	if keyFile == "" {
+		keyFile = env.EncryptionKeyFile()
+		name = env.EncryptionKeyFileVar + "=" + keyFile
+	}
+	if keyFile == "" {
+		return enc, nil
+	}
+	k, err := storekey.Load(keyFile)
+	if err != nil {
+		return enc, fmt.Errorf("%s: %w", name, err)
+	}
+	k.Name = name
+	enc.Key = k
+	return enc, nil
 }
 
 // loadToken returns the directory's client token, creating it on first
@@ -310,7 +343,9 @@ func (e *embedded) ensureServing() (string, error) {
 	}
 	lock, err := LockDir(e.dir)
 	if errors.Is(err, ErrDirInUse) {
-		return "", nil
+		// Another process serves the directory: join it, if its store
+		// is encrypted as this process expects.
+		return "", checkJoin(e.dir, e.enc.Key, e.enc.Hint)
 	}
 	if err != nil {
 		return "", err
@@ -368,6 +403,11 @@ func (e *embedded) start() (*server.Server, error) {
 	// fsync the stream themselves, once per group commit (BlockSyncer).
 	opts := EmbeddedServerOptions(e.dir, false)
 	opts.Authorization = e.token
+	// The key before anything touches the store (atrest.go).
+	check, err := OpenStore(e.dir, e.enc, opts)
+	if err != nil {
+		return nil, err
+	}
 	// No server runs on the directory: finish on disk the secure deletes
 	// that a killed one left half done (scrub.go).
 	if err := scrub(e.dir); err != nil {
@@ -377,6 +417,11 @@ func (e *embedded) start() (*server.Server, error) {
 	srv, err := StartServer(opts, spaceLogger{full: w.full})
 	if err != nil {
 		return nil, fmt.Errorf("embedded server: %w", err)
+	}
+	if err := check.Started(srv); err != nil {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		return nil, err
 	}
 	e.space = w
 	go w.run(srv, opts)

@@ -44,6 +44,12 @@ import (
 // server reads it as the erased message it is. A message still live is
 // left alone: the log's deletes, resumed on open, erase it through the
 // server.
+//
+// The blocks of an encrypted store (atrest.go) are not scrubbed: their
+// records cannot be read without the server's keys. A secure delete that
+// a kill left half done there leaves the message's ciphertext in its
+// block, readable with the store's key, until the server rewrites or
+// compacts that block; the temporary copies are removed as above.
 
 // erasingDir holds the intent files of a data directory.
 const erasingDir = "erasing"
@@ -240,6 +246,12 @@ func scrubBlocks(msgs, stream string, seqs map[uint64]bool) error {
 	deleted := make(map[uint64]bool)
 	var plain []plainRecord
 	for _, i := range blocks {
+		if _, err := os.Stat(filepath.Join(msgs, strconv.Itoa(i)+".key")); err == nil {
+			// Encrypted (atrest.go): its records cannot be read here,
+			// and a tombstone in it cannot be seen. What a half-done
+			// secure delete leaves of a message in it is ciphertext.
+			continue
+		}
 		buf, err := os.ReadFile(filepath.Join(msgs, strconv.Itoa(i)+".blk"))
 		if err != nil {
 			return err
