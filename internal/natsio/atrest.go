@@ -69,9 +69,6 @@ type encryptionInfo struct {
 type Encryption struct {
 	// Key encrypts the store; nil: it is not encrypted.
 	Key *storekey.Key
-	// OldKey, with Key, is the key the store was encrypted with until now:
-	// the server re-encrypts it with Key as it opens it (rotation).
-	OldKey *storekey.Key
 	// Cipher is the cipher of a store encrypted from now on (CipherChaCha
 	// when empty). A store already encrypted keeps its own.
 	Cipher string
@@ -92,7 +89,7 @@ type storeState struct {
 type storePlan struct {
 	cipher    string // the store's cipher, "" when not encrypted
 	newMarker bool   // write the marker before the start: a new encrypted store
-	rewrite   bool   // write it after the start: it was lost, or the key changed
+	rewrite   bool   // write it after the start: it was lost
 }
 
 // planStore decides how a store in state st is opened with enc, or
@@ -102,8 +99,6 @@ func planStore(st storeState, enc Encryption) (storePlan, error) {
 	key := enc.Key
 	if key == nil {
 		switch {
-		case enc.OldKey != nil:
-			return storePlan{}, fmt.Errorf("spl/natsio: an old encryption key (%v) needs the new one", enc.OldKey)
 		case st.marker != nil:
 			return storePlan{}, fmt.Errorf("%w: the store in %s is encrypted (%s says so); %s to the key file it was encrypted with", storekey.ErrKeyRequired, st.dir, encryptionFile, enc.Hint)
 		case len(st.encrypted) > 0:
@@ -127,13 +122,8 @@ func planStore(st storeState, enc Encryption) (storePlan, error) {
 	if enc.Cipher != "" && enc.Cipher != st.marker.Cipher {
 		return storePlan{}, fmt.Errorf("spl/natsio: the store in %s is encrypted with %s, not %s; to change the cipher, export the log and import it into a new data directory", st.dir, st.marker.Cipher, enc.Cipher)
 	}
-	switch {
-	case key.Opens(st.marker.Check):
+	if key.Opens(st.marker.Check) {
 		return storePlan{cipher: st.marker.Cipher}, nil
-	case enc.OldKey != nil && enc.OldKey.Opens(st.marker.Check):
-		return storePlan{cipher: st.marker.Cipher, rewrite: true}, nil
-	case enc.OldKey != nil:
-		return storePlan{}, fmt.Errorf("%w: neither %v nor the old key %v is the key the store in %s was encrypted with", storekey.ErrWrongKey, key, enc.OldKey, st.dir)
 	}
 	return storePlan{}, fmt.Errorf("%w: %v is not the key the store in %s was encrypted with", storekey.ErrWrongKey, key, st.dir)
 }
@@ -219,10 +209,8 @@ type StoreCheck struct {
 // (ErrWrongKey), a store holding data not encrypted with a key
 // (ErrNotEncrypted), and a key file inside dir (ErrKeyInDir).
 func OpenStore(dir string, enc Encryption, opts *server.Options) (*StoreCheck, error) {
-	for _, k := range []*storekey.Key{enc.Key, enc.OldKey} {
-		if err := keyOutside(k, dir); err != nil {
-			return nil, err
-		}
+	if err := keyOutside(enc.Key, dir); err != nil {
+		return nil, err
 	}
 	switch enc.Cipher {
 	case "", CipherChaCha, CipherAES:
@@ -249,9 +237,6 @@ func OpenStore(dir string, enc Encryption, opts *server.Options) (*StoreCheck, e
 			opts.JetStreamCipher = server.AES
 		}
 	}
-	if enc.OldKey != nil {
-		opts.JetStreamOldKey = enc.OldKey.ServerKey()
-	}
 	return &StoreCheck{dir: dir, enc: enc, st: st, plan: plan}, nil
 }
 
@@ -273,7 +258,7 @@ func keyOutside(k *storekey.Key, dir string) error {
 // Started checks, once srv runs, that it loaded every encrypted stream it
 // found on disk: a stream it could not decrypt is not loaded, and would
 // be lost to the first client that creates it again. Then it writes the
-// marker when it was lost or the key changed. A server of a cluster is
+// marker again when it was lost. A server of a cluster is
 // not checked here: it loads its streams as the cluster assigns them.
 func (c *StoreCheck) Started(srv *server.Server) error {
 	if c == nil || c.enc.Key == nil {
@@ -297,12 +282,8 @@ func (c *StoreCheck) Started(srv *server.Server) error {
 			}
 		}
 		if len(missing) > 0 {
-			keys := c.enc.Key.String()
-			if c.enc.OldKey != nil {
-				keys += " nor the old key " + c.enc.OldKey.String()
-			}
-			return fmt.Errorf("%w: %s does not open the streams %s of the store in %s; the server left them on disk as they were",
-				storekey.ErrWrongKey, keys, strings.Join(missing, ", "), c.dir)
+			return fmt.Errorf("%w: %v does not open the encrypted streams %s of the store in %s (the server did not load them); they are left on disk as they were",
+				storekey.ErrWrongKey, c.enc.Key, strings.Join(missing, ", "), c.dir)
 		}
 	}
 	if c.plan.rewrite {
