@@ -14,8 +14,11 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/spl-dev/spl/env"
+	"github.com/spl-dev/spl/internal/natsio"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
+	"github.com/spl-dev/spl/storekey"
 )
 
 // Defaults of a Config.
@@ -125,6 +128,22 @@ type Config struct {
 	// right, without a token.
 	HTTPTLSCert, HTTPTLSKey, HTTPClientCA string
 
+	// EncryptionKeyFile, when set, encrypts the store at rest with the key
+	// in this file, through nats-server's JetStream store encryption: the
+	// log, the read models and the large payloads alike. A key file is 32
+	// random bytes, mode 0600, outside Dir (package storekey; spl key new
+	// makes one). The first start with it marks Dir's store encrypted; a
+	// start with the wrong key, or without one, is refused then
+	// (storekey.ErrWrongKey, ErrKeyRequired), and so is one with a key on
+	// a store that holds data not encrypted (ErrNotEncrypted). The
+	// processes on Dir's embedded default need the same key
+	// (SPL_ENCRYPTION_KEY_FILE).
+	EncryptionKeyFile string
+	// EncryptionCipher is the cipher of a store encrypted from now on:
+	// natsio's "chacha20-poly1305" (ChaCha20-Poly1305, the default) or
+	// "aes-gcm" (AES-256-GCM). A store already encrypted keeps its own.
+	EncryptionCipher string
+
 	// RequireSigned refuses every record that is not signed by the key
 	// bound to its actor, whichever face wrote it (sdk.WithRequireSigned):
 	// HTTP answers 400 naming the field actor (unsigned) or signature.
@@ -192,14 +211,19 @@ type Config struct {
 }
 
 // ConfigError is a Config that breaks a rule: it names the field and the
-// rule.
+// rule, and the error behind the rule, if any (a key file that is not
+// one: storekey.ErrKeyFile).
 type ConfigError struct {
 	Field string
 	Rule  string
+	Err   error
 }
 
 // Error implements error.
 func (e *ConfigError) Error() string { return "spl/serve: config: " + e.Field + ": " + e.Rule }
+
+// Unwrap returns the error behind the rule.
+func (e *ConfigError) Unwrap() error { return e.Err }
 
 func configErr(field, format string, args ...any) *ConfigError {
 	return &ConfigError{Field: field, Rule: fmt.Sprintf(format, args...)}
@@ -299,6 +323,10 @@ func (c Config) validate() error {
 		return configErr("RetentionActor", "is required with RetentionEvery: the erasure records the schedule appends name their actor")
 	case c.RetentionActor != "" && c.RetentionEvery == 0:
 		return configErr("RetentionActor", "goes with RetentionEvery, which is not set")
+	case c.EncryptionCipher != "" && c.EncryptionCipher != natsio.CipherChaCha && c.EncryptionCipher != natsio.CipherAES:
+		return configErr("EncryptionCipher", "must be %s or %s, got %q", natsio.CipherChaCha, natsio.CipherAES, c.EncryptionCipher)
+	case c.EncryptionCipher != "" && c.EncryptionKeyFile == "":
+		return configErr("EncryptionCipher", "needs EncryptionKeyFile: it is the cipher of the store's encryption")
 	case c.RetentionEvery > 0 && c.RequireSigned:
 		return configErr("RetentionEvery", "cannot run under RequireSigned: the server holds no actor's key to sign the erasure records; run spl retention apply with the actor's key instead")
 	}
@@ -476,4 +504,19 @@ func (c Config) authenticateRoutes(o *server.Options) error {
 		return configErr("RouteSecret", "a cluster's routes need a secret every node shares (--cluster-secret-file FILE), or authentication in --nats-config (cluster authorization, or TLS with verify); --insecure-routes only on a trusted test network")
 	}
 	return nil
+}
+
+// encryption loads the keys of c, or returns a *ConfigError that names the
+// field and wraps storekey.ErrKeyFile.
+func (c Config) encryption() (natsio.Encryption, error) {
+	enc := natsio.Encryption{Cipher: c.EncryptionCipher, Hint: "pass --encryption-key-file FILE (or set " + env.EncryptionKeyFileVar + ")"}
+	if c.EncryptionKeyFile == "" {
+		return enc, nil
+	}
+	key, err := storekey.Load(c.EncryptionKeyFile)
+	if err != nil {
+		return enc, &ConfigError{Field: "EncryptionKeyFile", Rule: err.Error(), Err: err}
+	}
+	enc.Key = key
+	return enc, nil
 }

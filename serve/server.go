@@ -62,7 +62,8 @@ type Server struct {
 	logger *slog.Logger
 
 	nopts *server.Options
-	own   []nats.Option // options of the in-process connection
+	enc   natsio.Encryption // of the store at rest (Config.EncryptionKeyFile)
+	own   []nats.Option     // options of the in-process connection
 	ns    *server.Server
 	mcp   mcpFaces  // the MCP servers of /mcp (mcp.go)
 	disk  diskWatch // the disk under the store (storelimit.go, diskfull.go)
@@ -115,7 +116,14 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spl/serve: %w", err)
 	}
-	s := &Server{cfg: cfg, logger: logger, nopts: nopts, own: own, ready: make(chan struct{}), logins: newLoginStore()}
+	enc, err := cfg.encryption()
+	if err != nil {
+		return nil, err
+	}
+	if enc.Key != nil && nopts.JetStreamKey != "" {
+		return nil, configErr("EncryptionKeyFile", "the NATS config file sets a JetStream key of its own: use one or the other")
+	}
+	s := &Server{cfg: cfg, logger: logger, nopts: nopts, enc: enc, own: own, ready: make(chan struct{}), logins: newLoginStore()}
 	s.idle.idle = make(chan struct{})
 	s.disk.kick = make(chan struct{}, 1)
 	s.reg = prometheus.NewRegistry()
@@ -160,6 +168,15 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.cfg.ClusterName != "" {
 		natsio.FastElections() // failover in seconds (faults.md, row 5)
 	}
+	// The store's key before anything touches the store. A key the NATS
+	// config file sets is the file's business.
+	var check *natsio.StoreCheck
+	if s.nopts.JetStreamKey == "" {
+		if check, err = natsio.OpenStore(s.cfg.Dir, s.enc, s.nopts); err != nil {
+			s.dir.Release()
+			return fmt.Errorf("spl/serve: %w", err)
+		}
+	}
 	s.disk.follow = initStoreLimit(s.nopts, s.cfg.Dir) // see storelimit.go
 	ns, err := natsio.StartServer(s.nopts, natsLogger{s.logger.With("component", "nats"), s.diskFull})
 	if err != nil {
@@ -167,6 +184,13 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("spl/serve: nats server: %w", err)
 	}
 	s.ns = ns
+	if err := check.Started(ns); err != nil {
+		s.stopNATS()
+		return fmt.Errorf("spl/serve: %w", err)
+	}
+	if s.enc.Key != nil {
+		s.logger.Info("store encrypted at rest", "cipher", s.nopts.JetStreamCipher.String(), "key_file", s.enc.Key.File)
+	}
 	s.logger.Info("nats listening", "url", s.NATSURL(), "server_name", ns.Name(), "cluster", s.cfg.ClusterName)
 	if (s.cfg.InsecureNoAuth || s.dirToken) && s.cfg.NATSConfigFile == "" && s.cfg.TLSCert == "" {
 		if err := s.dir.Publish(ns.Addr().String()); err != nil {
