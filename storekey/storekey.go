@@ -146,12 +146,24 @@ func (k *Key) Opens(check string) bool {
 	return hmac.Equal([]byte(k.Check()), []byte(check))
 }
 
-// Inside reports whether k's file lies inside dir, symbolic links
-// resolved.
-func (k *Key) Inside(dir string) (bool, error) {
-	f, err := resolve(k.File)
+// Inside reports whether k's file lies inside dir (Inside).
+func (k *Key) Inside(dir string) (bool, error) { return Inside(k.File, dir) }
+
+// Inside reports whether file lies inside dir, symbolic links resolved:
+// a key file there would be read with the data it encrypts. The file need
+// not exist yet; its directory must.
+func Inside(file, dir string) (bool, error) {
+	f, err := filepath.Abs(file)
 	if err != nil {
 		return false, err
+	}
+	parent, err := resolve(filepath.Dir(f))
+	if err != nil {
+		return false, err
+	}
+	f = filepath.Join(parent, filepath.Base(f))
+	if r, err := filepath.EvalSymlinks(f); err == nil {
+		f = r // the file itself may be a link
 	}
 	d, err := resolve(dir)
 	if err != nil {
@@ -169,9 +181,5 @@ func resolve(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return "", err
-	}
-	return r, nil
+	return filepath.EvalSymlinks(abs)
 }

@@ -140,4 +140,8 @@ func TestInside(t *testing.T) {
 			t.Errorf("Inside(%s)=%v, %v, want %v", c.file, got, err, c.in)
 		}
 	}
+	// A file not made yet.
+	if in, err := Inside(filepath.Join(link, "sub", "new.key"), data); err != nil || !in {
+		t.Errorf("Inside of a new file through a link=%v, %v, want true", in, err)
+	}
 }

@@ -100,7 +100,7 @@ func planStore(st storeState, enc Encryption) (storePlan, error) {
 	if key == nil {
 		switch {
 		case st.marker != nil:
-			return storePlan{}, fmt.Errorf("%w: the store in %s is encrypted (%s says so); %s to the key file it was encrypted with", storekey.ErrKeyRequired, st.dir, encryptionFile, enc.Hint)
+			return storePlan{}, fmt.Errorf("%w: the store in %s is encrypted (%s says so); %s to the key file it was encrypted with", storekey.ErrKeyRequired, st.dir, filepath.Join(st.dir, encryptionFile), enc.Hint)
 		case len(st.encrypted) > 0:
 			return storePlan{}, fmt.Errorf("%w: the streams %s of the store in %s are encrypted; %s to the key file they were encrypted with", storekey.ErrKeyRequired, strings.Join(st.encrypted, ", "), st.dir, enc.Hint)
 		}
@@ -310,7 +310,7 @@ func checkJoin(dir string, key *storekey.Key, hint string) error {
 	}
 	switch {
 	case m != nil && key == nil:
-		return fmt.Errorf("%w: the store in %s is encrypted (%s says so); %s to the key file it was encrypted with", storekey.ErrKeyRequired, dir, encryptionFile, hint)
+		return fmt.Errorf("%w: the store in %s is encrypted (%s says so); %s to the key file it was encrypted with", storekey.ErrKeyRequired, dir, filepath.Join(dir, encryptionFile), hint)
 	case m != nil && !key.Opens(m.Check):
 		return fmt.Errorf("%w: %v is not the key the store in %s was encrypted with", storekey.ErrWrongKey, key, dir)
 	case m == nil && key != nil && published:
