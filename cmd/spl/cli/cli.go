@@ -9,7 +9,8 @@
 //
 //	0  ok
 //	1  usage or validation error (cobra usage errors, records.ErrInvalid, sdk.ErrNoActor, sdk.ErrNotErasable,
-//	   sdk.ErrUnknownProjection), or a read model that did not catch up in time (sdk.ErrProjectionBehind)
+//	   sdk.ErrUnknownProjection, a key file that is not one: storekey.ErrKeyFile, ErrKeyInDir), or a read model
+//	   that did not catch up in time (sdk.ErrProjectionBehind)
 //	2  not found (sdk.ErrNotFound)
 //	3  storage error (anything else)
 //	4  verification failed (records.ErrCorrupt; verify: corrupt or missing records, bad signatures, a loss,
@@ -34,6 +35,7 @@ import (
 	"github.com/spl-dev/spl/env"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
+	"github.com/spl-dev/spl/storekey"
 )
 
 // Exit codes of the spl command.
@@ -279,7 +281,8 @@ func exitCode(err error) int {
 	case errors.As(err, &ue), errors.Is(err, records.ErrInvalid), errors.Is(err, sdk.ErrNoActor),
 		errors.Is(err, sdk.ErrNotErasable), errors.Is(err, sdk.ErrUnknownProjection),
 		errors.Is(err, sdk.ErrProjectionBehind), errors.Is(err, sdk.ErrRunFinished), errors.Is(err, sdk.ErrNotWaiting),
-		errors.Is(err, sdk.ErrSessionCompleted), errors.Is(err, sdk.ErrNotResumable), errors.Is(err, sdk.ErrNoResumePoint):
+		errors.Is(err, sdk.ErrSessionCompleted), errors.Is(err, sdk.ErrNotResumable), errors.Is(err, sdk.ErrNoResumePoint),
+		errors.Is(err, storekey.ErrKeyFile), errors.Is(err, storekey.ErrKeyInDir):
 		return ExitUsage
 	case errors.Is(err, sdk.ErrNotFound):
 		return ExitNotFound
@@ -321,6 +324,10 @@ Environment:
              write; --actor overrides it
   SPL_ACTOR_KEY  the key file that signs them (spl actor new); --key-file
              overrides it
+  SPL_ENCRYPTION_KEY_FILE
+             the key file the data directory's store is encrypted at
+             rest with (spl key new); every process on the directory
+             needs it
 
 Output:
   --json prints one JSON object or array on stdout, with the fields id,
@@ -332,9 +339,11 @@ Output:
 Exit codes:
   0  ok
   1  usage or validation error (bad flag, invalid record, no actor, a
-     refused erasure), or a read model did not catch up within --timeout
+     refused erasure, an encryption key file that is not one), or a read
+     model did not catch up within --timeout
   2  not found (e.g. a thread with no checkpoint)
-  3  storage error (the log could not be opened, read or written)
+  3  storage error (the log could not be opened, read or written; a wrong
+     or missing encryption key)
   4  verification failed (corrupt or missing records, bad signatures, a
      loss, unsigned records under --require-signed), or a run checkpoint
      that cannot be resumed from`
@@ -371,7 +380,7 @@ func newRootCommand(a *app) *cobra.Command {
 
 	root.AddCommand(newSessionCommand(a), newEmitCommand(a), newThreadCommand(a),
 		newRecordCommand(a), newEraseCommand(a), newVerifyCommand(a), newRetentionCommand(a),
-		newProjectionsCommand(a), newServeCommand(a), newActorCommand(a))
+		newProjectionsCommand(a), newServeCommand(a), newActorCommand(a), newKeyCommand(a))
 	root.AddCommand(newRunCommand(a), newMCPCommand(a), newPromptCommand(), newVersionCommand(), newManCommand())
 	root.AddCommand(newExportCommand(a), newImportCommand(a))
 	root.SetVersionTemplate("{{.Version}}")

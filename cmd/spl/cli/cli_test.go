@@ -361,6 +361,7 @@ func TestHelp(t *testing.T) {
 		{"help_session_list.golden", []string{"session", "list", "--help"}},
 		{"help_projections.golden", []string{"projections", "--help"}},
 		{"help_projections_rebuild.golden", []string{"projections", "rebuild", "--help"}},
+		{"help_key_new.golden", []string{"key", "new", "--help"}},
 	} {
 		r := spl(t, t.TempDir(), "", tc.args...)
 		if r.code != ExitOK || r.stderr != "" {

@@ -46,6 +46,13 @@ files or the environment: --token and --password are visible to every
 user in ps. --insecure-no-auth turns authentication off, for a trusted
 test network only.
 
+--encryption-key-file FILE (default $SPL_ENCRYPTION_KEY_FILE) encrypts
+the store at rest with the key in FILE, 32 random bytes (spl key new):
+nats-server's JetStream store encryption, --encryption-cipher
+chacha20-poly1305 (the default) or aes-gcm. A start with the wrong key or
+without one is refused; so is one with a key on a directory that holds
+data not encrypted.
+
 --require-signed refuses records not signed by the key bound to their
 actor (spl actor). Writes then go through the HTTP API, where the
 signatures are checked: the write token publishes no record over NATS
@@ -69,6 +76,9 @@ signatures are checked: the write token publishes no record over NATS
 			}
 			if cfg.Password == "" {
 				cfg.Password = env.ServePassword()
+			}
+			if cfg.EncryptionKeyFile == "" {
+				cfg.EncryptionKeyFile = env.EncryptionKeyFile()
 			}
 			for _, tf := range []struct {
 				flag, file string
@@ -147,6 +157,8 @@ signatures are checked: the write token publishes no record over NATS
 	f.StringVar(&httpReadTokenFile, "http-read-token-file", "", "bearer token in this file for HTTP clients that only read (default: DIR/read-token)")
 	f.BoolVar(&cfg.InsecureNoAuth, "insecure-no-auth", false, "no authentication at all, NATS and HTTP: a trusted test network only")
 	f.BoolVar(&cfg.RequireSigned, "require-signed", false, "refuse records not signed by the key bound to their actor (spl actor)")
+	f.StringVar(&cfg.EncryptionKeyFile, "encryption-key-file", "", "encrypt the store at rest with the key in this file, 32 random bytes (spl key new; default $SPL_ENCRYPTION_KEY_FILE)")
+	f.StringVar(&cfg.EncryptionCipher, "encryption-cipher", "", "cipher of a store encrypted from now on: chacha20-poly1305 (default) or aes-gcm")
 	f.StringVar(&cfg.HTTPTLSCert, "http-tls-cert", "", "TLS certificate of the HTTP API")
 	f.StringVar(&cfg.HTTPTLSKey, "http-tls-key", "", "TLS key of the HTTP API")
 	f.StringVar(&cfg.HTTPClientCA, "http-client-ca", "", "CA of HTTP client certificates, which then authenticate (write right)")
@@ -188,6 +200,7 @@ var serveFlags = map[string]string{
 	"RetentionEvery": "--retention-every", "RetentionActor": "--retention-actor",
 	"InsecureNoAuth": "--insecure-no-auth", "HTTPToken": "--http-token-file", "HTTPReadToken": "--http-read-token-file",
 	"HTTPTLSCert": "--http-tls-cert", "HTTPTLSKey": "--http-tls-key", "HTTPClientCA": "--http-client-ca",
+	"EncryptionKeyFile": "--encryption-key-file", "EncryptionCipher": "--encryption-cipher",
 }
 
 // serveFlag is the flag of a serve.ConfigError's field: "--routes" for
