@@ -403,3 +403,56 @@ func TestEngineSkipsUndecryptable(t *testing.T) {
 		}
 	})
 }
+
+// TestEngineSecureDeleteEncrypted pins what docs/erasure.md says of an
+// encrypted store: nats-server's secure delete is a plain delete there
+// (filestore.go, removeMsg), so an erased message's ciphertext stays in
+// its block, the block's bytes before the delete unchanged, while on a
+// plaintext store they are overwritten.
+func TestEngineSecureDeleteEncrypted(t *testing.T) {
+	for _, c := range []struct {
+		key         string
+		overwritten bool
+	}{{"", true}, {"k", false}} {
+		dir := t.TempDir()
+		opts := EmbeddedServerOptions(dir, true)
+		opts.JetStreamKey = c.key
+		srv, err := StartServer(opts, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := Dial(context.Background(), Options{URL: srv.ClientURL()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		s, err := conn.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "rec", Subjects: []string{"rec.>"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if _, err := conn.JS.Publish(ctx, "rec.x", []byte(secret)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		blk := filepath.Join(dir, "jetstream", "$G", "streams", "rec", "msgs", "1.blk")
+		before, err := os.ReadFile(blk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SecureDeleteMsg(ctx, 2); err != nil {
+			t.Fatal(err)
+		}
+		conn.Close()
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		after, err := os.ReadFile(blk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept := len(after) >= len(before) && bytes.Equal(after[:len(before)], before)
+		if kept == c.overwritten {
+			t.Errorf("key %q: the deleted message's bytes kept=%v, want %v", c.key, kept, !c.overwritten)
+		}
+	}
+}
