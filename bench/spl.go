@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,23 +12,50 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/spl-dev/spl/env"
 	"github.com/spl-dev/spl/internal/natsio"
 	splog "github.com/spl-dev/spl/log"
 	"github.com/spl-dev/spl/projections"
 	"github.com/spl-dev/spl/records"
 	"github.com/spl-dev/spl/sdk"
+	"github.com/spl-dev/spl/storekey"
 )
 
 // splPeer is spl itself: the sdk on the embedded log, default durability
 // (fsync before every ack), in this process.
 type splPeer struct {
-	root string
+	root      string
+	encrypted bool // the store is encrypted at rest (newEncryptedPeer)
 }
 
 var _ Peer = (*splPeer)(nil)
 
+// newEncryptedPeer is spl with its stores encrypted at rest, as a user
+// encrypts them: a key file beside the data directories, named by
+// SPL_ENCRYPTION_KEY_FILE, which every open in this worker process reads
+// (the sdk's and the scan's alike). The key is made by the first worker
+// and kept for the others.
+func newEncryptedPeer(root string) (*splPeer, error) {
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, err
+	}
+	key := filepath.Join(root, "store.key")
+	if err := storekey.Create(key); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, err
+	}
+	if err := os.Setenv(env.EncryptionKeyFileVar, key); err != nil {
+		return nil, err
+	}
+	return &splPeer{root: root, encrypted: true}, nil
+}
+
 // Name implements Peer.
-func (p *splPeer) Name() string { return "spl" }
+func (p *splPeer) Name() string {
+	if p.encrypted {
+		return "spl-encrypted"
+	}
+	return "spl"
+}
 
 func (p *splPeer) dir(loc string) string { return filepath.Join(p.root, loc) }
 

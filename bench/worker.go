@@ -119,6 +119,8 @@ func newPeer(req *Request) (Peer, error) {
 	switch req.Peer {
 	case "spl":
 		return &splPeer{root: req.Root}, nil
+	case "spl-encrypted":
+		return newEncryptedPeer(req.Root)
 	case "jetstream":
 		return &jsPeer{root: req.Root}, nil
 	case "sqlite":
