@@ -2,7 +2,8 @@
 // share, written once: the connection to the server that holds the log
 // (the embedded server of a data directory, started in this process or
 // joined, or a remote one), starting a nats-server, the data directory's
-// lock, the reply multiplexer for pipelined and batched requests, direct
+// lock, the store's encryption at rest and the checks that refuse a wrong
+// or missing key (atrest.go), the reply multiplexer for pipelined and batched requests, direct
 // gets, plain, pipelined and atomic publishes, and the fsync of the
 // embedded store's message blocks.
 //
