@@ -3,7 +3,9 @@ package serve
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,12 +18,17 @@ import (
 	"github.com/spl-dev/spl/wire"
 )
 
-// The secrets of the at-rest tests: a body and a thread name (the thread
-// index keeps thread names in its bucket).
+// The secrets of the at-rest tests: a body, a thread name (the thread
+// index keeps thread names in its bucket), and a body over 1 MiB, which
+// the log keeps outside its record, in a stream of bodies.
 const (
 	bodySecret   = "BODY-SECRET-3f9d0b-never-in-clear"
 	threadSecret = "vault/THREAD-SECRET-a81c44"
+	largeSecret  = "LARGE-BODY-SECRET-6e2a17"
 )
+
+// largeBody is a body kept outside its record.
+var largeBody = strings.Repeat(largeSecret+" ", 64<<10) // 1.5 MiB
 
 // writeSecret appends records and a checkpoint that hold the secrets, and
 // reads them back through the read models, so that the thread index and
@@ -33,6 +40,9 @@ func writeSecret(t *testing.T, s *Server) {
 		if code := call(t, "POST", b+"/v1/records", emitBody(threadSecret, "DO", "agent.step", `{"note":"`+bodySecret+`"}`), nil); code != http.StatusCreated {
 			t.Fatalf("emit: code=%d", code)
 		}
+	}
+	if code := call(t, "POST", b+"/v1/records", emitBody(threadSecret, "KNOW", "agent.state", fmt.Sprintf(`{"messages":%q}`, largeBody)), nil); code != http.StatusCreated {
+		t.Fatalf("large record: code=%d", code)
 	}
 	if code := call(t, "POST", b+"/v1/records", emitBody(threadSecret, "LEARN", records.KindCheckpoint, `{"summary":"`+bodySecret+`","learnings":["l"],"next_steps":["n"]}`), nil); code != http.StatusCreated {
 		t.Fatalf("checkpoint: code=%d", code)
@@ -47,11 +57,17 @@ func readSecret(t *testing.T, s *Server) {
 	b := base(s)
 	tp := url.PathEscape(threadSecret)
 	var q queryResponse
-	if code := call(t, "GET", b+"/v1/threads/"+tp+"/records", "", &q); code != http.StatusOK || len(q.Records) != 4 {
-		t.Fatalf("records: code=%d, %d records, want 4", code, len(q.Records))
+	if code := call(t, "GET", b+"/v1/threads/"+tp+"/records", "", &q); code != http.StatusOK || len(q.Records) != 5 {
+		t.Fatalf("records: code=%d, %d records, want 5", code, len(q.Records))
 	}
 	if !strings.Contains(string(q.Records[0].Body), bodySecret) {
 		t.Fatalf("first body %s", q.Records[0].Body)
+	}
+	var large struct {
+		Messages string `json:"messages"`
+	}
+	if err := json.Unmarshal(q.Records[3].Body, &large); err != nil || large.Messages != largeBody {
+		t.Fatalf("large body read back: %d bytes (%v), want %d", len(large.Messages), err, len(largeBody))
 	}
 	var l threadsResponse
 	if code := call(t, "GET", b+"/v1/threads", "", &l); code != http.StatusOK || threadNames(l.Threads) != threadSecret {
@@ -135,16 +151,17 @@ func TestServeEncryptedAtRest(t *testing.T) {
 			s := start(t, cfg)
 			writeSecret(t, s)
 			stop(t, s)
-			body, thread := holding(t, cfg.Dir, bodySecret), holding(t, cfg.Dir, threadSecret)
+			body, thread, large := holding(t, cfg.Dir, bodySecret), holding(t, cfg.Dir, threadSecret), holding(t, cfg.Dir, largeSecret)
 			if c.name == "plain" {
-				// The log's block, and the index's bucket for the thread.
-				if len(body) == 0 || len(thread) < 2 {
-					t.Fatalf("plain: the body is in %v, the thread in %v; the scan finds nothing", body, thread)
+				// The log's block, the index's bucket for the thread, the
+				// stream of bodies.
+				if len(body) == 0 || len(thread) < 2 || len(large) == 0 {
+					t.Fatalf("plain: the body is in %v, the thread in %v, the large body in %v; the scan finds nothing", body, thread, large)
 				}
 				return
 			}
-			if len(body)+len(thread) > 0 {
-				t.Fatalf("encrypted: the body is in %v, the thread in %v", body, thread)
+			if len(body)+len(thread)+len(large) > 0 {
+				t.Fatalf("encrypted: the body is in %v, the thread in %v, the large body in %v", body, thread, large)
 			}
 
 			wrong := cfg
