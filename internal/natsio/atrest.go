@@ -22,10 +22,11 @@ import (
 // stream's own (meta.key), and each message block, under a key of the
 // block's own (<n>.key), with ChaCha20-Poly1305 or AES-GCM
 // (JetStreamCipher); the staging stores of atomic batches too. Everything
-// spl keeps lives in JetStream — the log's stream, the read models' KV
-// buckets, the object store of large payloads — so that one setting covers
-// it. The other files of a data directory (lock, server.json, the tokens,
-// mark, the erasure intents, this marker) hold no record's bytes.
+// spl keeps lives in JetStream — the log's stream and its stream of
+// bodies kept outside their records, the read models' KV buckets, the
+// object store of large payloads — so that one setting covers it. The
+// other files of a data directory (lock, server.json, the tokens, mark,
+// the erasure intents, this marker) hold no record's bytes.
 //
 // What nats-server does not do is refuse a store it cannot open. Found by
 // experiment (nats-server 2.15): started on an encrypted store with the
