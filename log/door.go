@@ -768,15 +768,24 @@ const DoorBodies = "spl.bodies"
 
 // putBody stages rec's body on the server, in parts, ahead of its append.
 func (d *door) putBody(ctx context.Context, rec *records.Record) error {
-	name := hex.EncodeToString(rec.Header.BD[:])
-	part := d.l.DoorPart()
+	if err := d.l.DoorPut(ctx, DoorBodies, hex.EncodeToString(rec.Header.BD[:]), rec.Body); err != nil {
+		return fmt.Errorf("put body: %w", err)
+	}
+	return nil
+}
+
+// DoorPut puts data under name in bucket through the door, in parts of
+// DoorPart bytes (DoorBlobPut): a run's blob, or a body staged for its
+// record's append (DoorBodies).
+func (l *Log) DoorPut(ctx context.Context, bucket, name string, data []byte) error {
+	part := l.DoorPart()
 	for off := 0; ; off += part {
-		end := min(off+part, len(rec.Body))
-		req := DoorBlobRequest{Bucket: DoorBodies, Name: name, Offset: int64(off), Size: int64(len(rec.Body)), Data: rec.Body[off:end]}
-		if _, err := d.l.DoorCall(ctx, DoorBlobPut, req); err != nil {
-			return fmt.Errorf("put body: %w", err)
+		end := min(off+part, len(data))
+		req := DoorBlobRequest{Bucket: bucket, Name: name, Offset: int64(off), Size: int64(len(data)), Data: data[off:end]}
+		if _, err := l.DoorCall(ctx, DoorBlobPut, req); err != nil {
+			return err
 		}
-		if end == len(rec.Body) {
+		if end == len(data) {
 			return nil
 		}
 	}

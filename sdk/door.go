@@ -135,17 +135,10 @@ type doorBlobs struct {
 }
 
 func (b doorBlobs) Put(ctx context.Context, name string, data []byte) error {
-	part := b.l.DoorPart()
-	for off := 0; ; off += part {
-		end := min(off+part, len(data))
-		req := splog.DoorBlobRequest{Bucket: BlobBucket, Name: name, Offset: int64(off), Size: int64(len(data)), Data: data[off:end]}
-		if _, err := b.l.DoorCall(ctx, splog.DoorBlobPut, req); err != nil {
-			return fmt.Errorf("put blob %s: %w", name, err)
-		}
-		if end == len(data) {
-			return nil
-		}
+	if err := b.l.DoorPut(ctx, BlobBucket, name, data); err != nil {
+		return fmt.Errorf("put blob %s: %w", name, err)
 	}
+	return nil
 }
 
 func (b doorBlobs) Get(ctx context.Context, name string) ([]byte, error) {

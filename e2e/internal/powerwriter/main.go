@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"flag"
 	"fmt"
 	"os"
@@ -71,8 +72,12 @@ func main() {
 	for _, t := range strings.Split(*threads, ",") {
 		wg.Go(func() {
 			for n := 0; ; n++ {
+				// Random padding: stored as it is (it does not compress), so
+				// that large bodies fill message blocks as fast as they say.
+				fill := make([]byte, *pad)
+				_, _ = rand.Read(fill)
 				rec, err := records.New(records.ActDo, "agent.step", t, "did:sync:agent:power", time.Now(),
-					map[string]any{"cycle": *cycle, "n": n, "pad": strings.Repeat("x", *pad)})
+					map[string]any{"cycle": *cycle, "n": n, "pad": fill})
 				if err != nil {
 					panic(err)
 				}
