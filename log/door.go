@@ -664,7 +664,7 @@ func (l *Log) doorEntry(rec *records.Record, id []byte, clock uint64, prev, stor
 	}
 	var sealed *records.Record
 	switch {
-	case len(stored) > 0 && !records.Plain(stored):
+	case records.Packed(stored):
 		if sealed, err = l.unpack(context.Background(), stored); err != nil {
 			return Entry{}, fmt.Errorf("door: answer: stored record: %w", err)
 		}

@@ -445,7 +445,7 @@ func (l *Log) deleteTargets(ctx context.Context, stream jetstream.Stream, target
 		if t.Message() && records.MessageDigest(m.data) != t.Digest || !t.Message() && m.hdr.Get(HeaderID) != t.ID.String() {
 			continue // not the target
 		}
-		if !t.Message() && !records.Plain(m.data) && keptOutside(m.data) {
+		if !t.Message() && records.Packed(m.data) && keptOutside(m.data) {
 			if err := eraseBody(t); err != nil {
 				return err
 			}
@@ -460,8 +460,8 @@ func (l *Log) deleteTargets(ctx context.Context, stream jetstream.Stream, target
 	return nil
 }
 
-// keptOutside reports whether data, a stored envelope that is not the
-// plain one, keeps its body beside the log (a damaged one is taken to:
+// keptOutside reports whether data, a packed envelope
+// (records.Packed), keeps its body beside the log (a damaged one is taken to:
 // its parts, if any, go with it).
 func keptOutside(data []byte) bool {
 	_, st, err := records.UnmarshalStored(data)

@@ -172,7 +172,7 @@ func (l *Log) Raw(ctx context.Context, clock uint64) (*records.Record, error) {
 		return nil, err
 	}
 	var rec *records.Record
-	if !records.Plain(m.data) {
+	if records.Packed(m.data) {
 		rec, _, err = records.UnmarshalStored(m.data) // its header: the body may be what is wrong
 	} else {
 		rec, err = records.Unmarshal(m.data)

@@ -76,7 +76,7 @@ func (l *Log) decode(m stored) (Entry, error) {
 	}
 	var rec *records.Record
 	var err error
-	if records.Plain(m.data) {
+	if !records.Packed(m.data) {
 		if rec, err = records.Unmarshal(m.data); err != nil {
 			return corrupt("undecodable record", err)
 		}

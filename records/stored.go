@@ -97,10 +97,17 @@ func (r *Record) storedWith(st Stored) []byte {
 }
 
 // Plain reports whether data, a stored envelope, is the plain one
-// ([Record.Marshal]: its first key "b"), rather than one written by
-// [Record.MarshalStored] (its first key "h").
+// ([Record.Marshal]: its first key "b").
 func Plain(data []byte) bool {
 	return len(data) > 3 && data[0] == 0xa3 && data[1] == 0x61 && data[2] == 'b'
+}
+
+// Packed reports whether data, a stored envelope, is one written by
+// [Record.MarshalStored], by its first bytes: a map of three or four keys
+// whose first is "h". Bytes that are neither Plain nor Packed are no
+// envelope; [Unmarshal] says what is wrong with them.
+func Packed(data []byte) bool {
+	return len(data) > 3 && (data[0] == 0xa3 || data[0] == 0xa4) && data[1] == 0x61 && data[2] == 'h'
 }
 
 // UnmarshalStored strictly decodes an envelope written by

@@ -30,8 +30,8 @@ func TestOutsideRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if Plain(stored) || !Plain(whole) {
-		t.Fatalf("Plain(stored)=%v Plain(whole)=%v, want false true", Plain(stored), Plain(whole))
+	if Plain(stored) || !Plain(whole) || !Packed(stored) || Packed(whole) || Plain([]byte("not cbor")) || Packed([]byte("not cbor")) {
+		t.Fatalf("Plain and Packed do not tell the forms (and bytes that are neither) apart")
 	}
 	if len(stored) > 512 {
 		t.Fatalf("outside envelope is %d bytes, want the header and salt only", len(stored))

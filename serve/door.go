@@ -239,7 +239,7 @@ func (d *door) append(ctx context.Context, c *sdk.Client, req splog.DoorAppendRe
 			rep.Results[i].Err = splog.NewDoorError(err)
 			continue
 		}
-		if !records.Plain(req.Items[i].Record) {
+		if records.Packed(req.Items[i].Record) {
 			d.unstage(e.Record.Header.BD) // landed: no retry needs it
 		}
 		r := &rep.Results[i]
@@ -275,7 +275,7 @@ func (d *door) unstage(bd [32]byte) {
 func (d *door) record(it splog.DoorItem) (*records.Record, error) {
 	var rec *records.Record
 	var err error
-	if !records.Plain(it.Record) {
+	if records.Packed(it.Record) {
 		var st records.Stored
 		if rec, st, err = records.UnmarshalStored(it.Record); err != nil {
 			return nil, &records.FieldError{Field: "rec", Rule: fmt.Sprintf("not an spl record: %v", err)}
