@@ -72,7 +72,7 @@ func New(c *sdk.Client, right Right, o Options) (*mcp.Server, error) {
 	add(s, &errs, &mcp.Tool{Name: "inspect_checkpoint", Annotations: readOnly,
 		Description: "One checkpoint of a thread in full, named by its id, the end of its id, or its name."}, t.inspect)
 	add(s, &errs, &mcp.Tool{Name: "list_resumable_sessions", Annotations: readOnly,
-		Description: "Sessions that can be resumed (failed, paused, cancelled), newest activity first; or, with status, the sessions in those statuses."}, t.sessions)
+		Description: "Sessions that can be resumed (failed, paused or cancelled, with a checkpoint a resume takes up), newest activity first; or, with status, the sessions in those statuses."}, t.sessions)
 	add(s, &errs, &mcp.Tool{Name: "thread_tail", Annotations: readOnly,
 		Description: "The newest records of a thread, oldest first, each verified; optionally of one kind."}, t.tail)
 	add(s, &errs, &mcp.Tool{Name: "diff_checkpoints", Annotations: readOnly,

@@ -10,12 +10,31 @@ import (
 // resume: stopped short of their end (paused, failed, cancelled).
 var ResumableStatuses = []string{records.StatusFailed, records.StatusPaused, records.StatusCancelled}
 
-// Resumable reports whether a session of status is one to resume (its
-// status is one of ResumableStatuses): what the service layer hands to
-// every face as "resumable". ResumeFrom also takes up a running session
-// (its process may be gone without a word), and refuses only a
-// completed one.
-func Resumable(status string) bool { return slices.Contains(ResumableStatuses, status) }
+// Resumable reports whether a session of status, with the checkpoints
+// points (oldest first, those that can be read), is one to resume: its
+// status is one of ResumableStatuses and a resume of it, asking for no
+// checkpoint in particular, is not refused (ResumeFrom). This is what the
+// service layer hands to every face as "resumable": a failed session none
+// of whose checkpoints is clean and resumable, or a paused one without a
+// checkpoint, is not offered. ResumeFrom also takes up a running session
+// (its process may be gone without a word), and refuses only a completed
+// one.
+func Resumable(status string, points []ResumePoint) bool {
+	if !slices.Contains(ResumableStatuses, status) {
+		return false
+	}
+	_, why := ResumeFrom(status, points, records.ID{})
+	return why == NotRefused
+}
+
+// ResumeNeedsAll reports whether Resumable must see all of a session's
+// checkpoints, not its newest alone, to decide: only for a failed session
+// whose newest checkpoint (newest; ok false: none) is not clean and
+// resumable, when the choice walks back to an older one. A reader of many
+// sessions reads each one's newest checkpoint, and the others only then.
+func ResumeNeedsAll(status string, newest ResumePoint, ok bool) bool {
+	return ok && status == records.StatusFailed && !(newest.Clean && newest.Resumable)
+}
 
 // ResumePoint is a checkpoint of a session as ResumeFrom weighs it.
 type ResumePoint struct {

@@ -49,8 +49,11 @@ func TestImportsOnlyRecords(t *testing.T) {
 //	    input: the session's checkpoints, oldest first: "@N [dirty]
 //	    [final]" (dirty: is_clean false; final: can_resume_from false);
 //	    prints "from @N" or "refused WHY [@N]" (ResumeFrom)
-//	resumable
-//	    input: a status a line; prints "STATUS yes|no" (Resumable)
+//	resumable status=S
+//	    input: the session's checkpoints as for resume; prints "yes" or
+//	    "no" (Resumable), and "needs all" when its newest checkpoint alone
+//	    does not decide (ResumeNeedsAll); the case fails when the newest
+//	    alone would have decided otherwise than all of them
 //	home reserved=R [thread=T] [all]
 //	    prints "home H scope S" or "refused: RULE" (PolicyHome)
 //	policies reserved=R thread=T [override]
@@ -162,11 +165,7 @@ func runCase(cmd string, input []string) ([]string, error) {
 	case "policies":
 		return policiesCase(a, input)
 	case "resumable":
-		var out []string
-		for _, st := range input {
-			out = append(out, fmt.Sprintf("%s %s", st, map[bool]string{true: "yes", false: "no"}[Resumable(st)]))
-		}
-		return out, nil
+		return resumableCase(a, input)
 	}
 	return nil, fmt.Errorf("unknown command %q", f[0])
 }
@@ -298,16 +297,47 @@ var refusals = map[Refusal]string{
 	RefuseUnknownFrom: "unknown-from", RefuseNotResumable: "not-resumable",
 }
 
-func resumeCase(a map[string]string, input []string) ([]string, error) {
+// resumePoints reads a session's checkpoints, "@N [dirty] [final]" a
+// line, oldest first.
+func resumePoints(input []string) (ids, []ResumePoint, error) {
 	names := ids{}
 	var points []ResumePoint
 	for _, line := range input {
 		f := strings.Fields(line)
 		pa, err := args(f[1:])
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		points = append(points, ResumePoint{ID: names.name(f[0]), Clean: pa["dirty"] == "", Resumable: pa["final"] == ""})
+	}
+	return names, points, nil
+}
+
+func resumableCase(a map[string]string, input []string) ([]string, error) {
+	_, points, err := resumePoints(input)
+	if err != nil {
+		return nil, err
+	}
+	status := a["status"]
+	yes := Resumable(status, points)
+	out := []string{map[bool]string{true: "yes", false: "no"}[yes]}
+	var newest []ResumePoint
+	var last ResumePoint
+	if n := len(points); n > 0 {
+		newest, last = points[n-1:], points[n-1]
+	}
+	if ResumeNeedsAll(status, last, len(points) > 0) {
+		out = append(out, "needs all")
+	} else if Resumable(status, newest) != yes {
+		return nil, fmt.Errorf("status %s: the newest checkpoint alone decides %v, all of them %v, and ResumeNeedsAll is false", status, !yes, yes)
+	}
+	return out, nil
+}
+
+func resumeCase(a map[string]string, input []string) ([]string, error) {
+	names, points, err := resumePoints(input)
+	if err != nil {
+		return nil, err
 	}
 	var from records.ID
 	if n, ok := a["from"]; ok {

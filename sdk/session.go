@@ -64,8 +64,9 @@ type SessionInfo struct {
 	// LastCheckpoint is the id of its latest checkpoint (zero: none).
 	LastCheckpoint records.ID
 	// Resumable says whether it is a session to resume, by the one rule
-	// (rules.Resumable: paused, failed, cancelled): every face offers
-	// Resume by it, and decides nothing itself.
+	// (rules.Resumable: paused, failed or cancelled, and with a
+	// checkpoint a resume would take up): every face offers Resume by
+	// it, and decides nothing itself.
 	Resumable bool
 	Created   time.Time // time of its first record
 	Updated   time.Time // time of its newest record
@@ -75,7 +76,7 @@ type SessionInfo struct {
 // session, newest activity first.
 type SessionFilter struct {
 	Status    []string // sessions with one of these statuses
-	Resumable bool     // sessions to resume (rules.Resumable): failed, paused, cancelled
+	Resumable bool     // sessions to resume (rules.Resumable), as SessionInfo.Resumable says
 	Offset    int      // skip this many
 	Limit     int      // then at most this many; 0: all
 	Freshness
@@ -84,7 +85,10 @@ type SessionFilter struct {
 // Sessions lists the sessions of the thread index that match f, newest
 // activity first. Its cost grows with the sessions listed: one read of
 // the log per session for its first record, one for its latest
-// checkpoint and, for a failed one, one for its status event.
+// checkpoint and, for a failed one, one for its status event; a failed
+// session whose latest checkpoint is not clean has all its checkpoints
+// read, to tell whether it is resumable. With f.Resumable every session
+// of a resumable status is read so, before f's page is cut.
 func (c *Client) Sessions(ctx context.Context, f SessionFilter) ([]SessionInfo, error) {
 	statuses := f.Status
 	for _, s := range statuses {
@@ -96,7 +100,7 @@ func (c *Client) Sessions(ctx context.Context, f SessionFilter) ([]SessionInfo, 
 		if len(statuses) == 0 {
 			statuses = rules.ResumableStatuses
 		} else {
-			statuses = slices.DeleteFunc(slices.Clone(statuses), func(s string) bool { return !rules.Resumable(s) })
+			statuses = slices.DeleteFunc(slices.Clone(statuses), func(s string) bool { return !slices.Contains(rules.ResumableStatuses, s) })
 			if len(statuses) == 0 {
 				return nil, nil
 			}
@@ -114,22 +118,33 @@ func (c *Client) Sessions(ctx context.Context, f SessionFilter) ([]SessionInfo, 
 		return nil, err
 	}
 	want := 0
-	if f.Limit > 0 {
+	if f.Limit > 0 && !f.Resumable {
 		want = f.Offset + f.Limit
 	}
 	ts, err := p.reader.Threads(ctx, projections.ThreadFilter{Sessions: statuses, Limit: want})
 	if err != nil {
 		return nil, fmt.Errorf("spl/sdk: sessions: %w", err)
 	}
-	if f.Offset >= len(ts) {
-		return nil, nil
-	}
-	ts = ts[f.Offset:]
-	out := make([]SessionInfo, 0, len(ts))
+	skip := f.Offset
+	var out []SessionInfo
 	for _, t := range ts {
+		if f.Limit > 0 && len(out) == f.Limit {
+			break
+		}
+		if !f.Resumable && skip > 0 {
+			skip-- // not read: the index alone says it is in the page
+			continue
+		}
 		s, err := c.sessionInfo(ctx, p, t)
 		if err != nil {
 			return out, err
+		}
+		if f.Resumable && !s.Resumable {
+			continue
+		}
+		if skip > 0 {
+			skip--
+			continue
 		}
 		out = append(out, s)
 	}
@@ -159,7 +174,11 @@ func (c *Client) Session(ctx context.Context, thread string, fr Freshness) (Sess
 
 func (c *Client) sessionInfo(ctx context.Context, p *clientProjections, t *projections.Thread) (SessionInfo, error) {
 	st := t.SessionStatus()
-	s := SessionInfo{Thread: t.Thread, Status: st, Resumable: rules.Resumable(st), Updated: time.UnixMilli(t.LastTS).UTC()}
+	s := SessionInfo{Thread: t.Thread, Status: st, Updated: time.UnixMilli(t.LastTS).UTC()}
+	var err error
+	if s.Resumable, err = c.resumable(ctx, t.Thread, st); err != nil {
+		return s, fmt.Errorf("spl/sdk: session %q: %w", t.Thread, err)
+	}
 	if t.First != 0 {
 		if e, err := c.log.At(ctx, t.First); err == nil {
 			s.Created = e.Record.Time()
@@ -187,6 +206,44 @@ func (c *Client) sessionInfo(ctx context.Context, p *clientProjections, t *proje
 		}
 	}
 	return s, nil
+}
+
+// resumable is rules.Resumable for the session of thread, of status:
+// its newest checkpoint is read from the log, and all of them only when
+// that alone does not decide (rules.ResumeNeedsAll).
+func (c *Client) resumable(ctx context.Context, thread, status string) (bool, error) {
+	if !slices.Contains(rules.ResumableStatuses, status) {
+		return false, nil // no checkpoint can make it one
+	}
+	sc, err := c.LatestCheckpoint(ctx, thread)
+	if errors.Is(err, ErrNotFound) || errors.Is(err, records.ErrCorrupt) {
+		return rules.Resumable(status, nil), nil
+	}
+	if err != nil {
+		return false, err
+	}
+	newest, err := sessionCheckpoint(sc)
+	if err != nil {
+		return false, err
+	}
+	p := resumePoint(newest)
+	if !rules.ResumeNeedsAll(status, p, true) {
+		return rules.Resumable(status, []rules.ResumePoint{p}), nil
+	}
+	cps, err := c.SessionCheckpoints(ctx, thread, CheckpointQuery{})
+	if _, ok := Skipped(err); !ok {
+		return false, err
+	}
+	points := make([]rules.ResumePoint, len(cps))
+	for i, s := range cps {
+		points[i] = resumePoint(s)
+	}
+	return rules.Resumable(status, points), nil
+}
+
+// resumePoint is s as the resume rules weigh it.
+func resumePoint(s SessionCheckpoint) rules.ResumePoint {
+	return rules.ResumePoint{ID: s.ID, Clean: s.State.Clean(), Resumable: s.State.Resumable()}
 }
 
 // MarkSession records a session status event on thread, as actor: kind

@@ -152,7 +152,7 @@ func (c *Client) decideResume(ctx context.Context, rd resumeRead, o ResumeOption
 	}
 	points := make([]rules.ResumePoint, len(cps))
 	for i, s := range cps {
-		points[i] = rules.ResumePoint{ID: s.ID, Clean: s.State.Clean(), Resumable: s.State.Resumable()}
+		points[i] = resumePoint(s)
 	}
 	i, why := rules.ResumeFrom(rd.status, points, o.From)
 	switch why {

@@ -207,6 +207,22 @@ func TestSessionStatusAndRefusals(t *testing.T) {
 	if s.Status != sdk.StatusFailed || s.Error != "Missing API key" || s.FailedAt != "analyzer" || s.LastCheckpoint != stuck.ID || s.Created.IsZero() {
 		t.Fatalf("failed session=%+v", s)
 	}
+	if !s.Resumable {
+		t.Fatalf("failed session with a clean checkpoint under a final one: not resumable: %+v", s)
+	}
+	// A failed session none of whose checkpoints is clean and resumable
+	// is not offered: its resume would be refused.
+	save("s_dirty", records.ExecState{Type: records.CheckpointNodeStart, CurrentNode: "a", IsClean: &no})
+	save("s_dirty", records.ExecState{Type: records.CheckpointNodeComplete, CurrentNode: "a", CanResumeFrom: &no})
+	if _, err := c.MarkSession(ctx, "s_dirty", "", records.KindSessionFailed, records.SessionEvent{Error: "boom", Node: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if s := status(t, c, "s_dirty"); s.Status != sdk.StatusFailed || s.Resumable {
+		t.Fatalf("failed session without a clean point: %+v, want failed, not resumable", s)
+	}
+	if _, err := c.ResumeSession(ctx, "s_dirty", "", sdk.ResumeOptions{}); !errors.Is(err, sdk.ErrNoResumePoint) {
+		t.Fatalf("resume of a failed session without a clean point: %v", err)
+	}
 	// Checkpoints by type and by clean.
 	cps, err := c.SessionCheckpoints(ctx, "s_fail", sdk.CheckpointQuery{Type: records.CheckpointNodeComplete, Clean: true})
 	if err != nil || len(cps) != 2 || cps[0].ID != clean.ID || cps[1].ID != stuck.ID {
@@ -248,10 +264,19 @@ func TestSessionStatusAndRefusals(t *testing.T) {
 	if got, want := listed(t, c, sdk.SessionFilter{Resumable: true}), []string{"s_cancel:cancelled", "s_done:paused"}; !slices.Equal(got, want) {
 		t.Fatalf("resumable=%v, want %v", got, want)
 	}
+	if got, want := listed(t, c, sdk.SessionFilter{Resumable: true, Status: []string{sdk.StatusFailed}}), []string(nil); !slices.Equal(got, want) {
+		t.Fatalf("resumable failed=%v, want none (s_dirty has no clean point)", got)
+	}
+	// A page of the resumable is cut from the resumable alone.
+	for off, want := range []string{"s_done:paused", "s_cancel:cancelled"} {
+		if got := listed(t, c, sdk.SessionFilter{Resumable: true, Offset: off, Limit: 1}); !slices.Equal(got, []string{want}) {
+			t.Fatalf("resumable page %d of one: %v, want %s", off, got, want)
+		}
+	}
 	if _, err := c.MarkSession(ctx, "s_done", "", records.KindSessionCompleted, records.SessionEvent{}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := listed(t, c, sdk.SessionFilter{}), []string{"s_cancel:cancelled", "s_done:completed", "s_fail:running"}; !slices.Equal(got, want) {
+	if got, want := listed(t, c, sdk.SessionFilter{}), []string{"s_cancel:cancelled", "s_dirty:failed", "s_done:completed", "s_fail:running"}; !slices.Equal(got, want) {
 		t.Fatalf("sessions=%v, want %v", got, want)
 	}
 	if got, want := listed(t, c, sdk.SessionFilter{Status: []string{sdk.StatusCompleted}}), []string{"s_done:completed"}; !slices.Equal(got, want) {

@@ -43,7 +43,7 @@ func withSessionFilters(a *app, list *cobra.Command) {
 	)
 	f := list.Flags()
 	f.StringSliceVar(&statuses, "status", nil, "without --thread: list sessions with this status (running, paused, failed, completed, cancelled; repeatable)")
-	f.BoolVar(&resumable, "resumable", false, "without --thread: list sessions that can be resumed (failed, paused, cancelled)")
+	f.BoolVar(&resumable, "resumable", false, "without --thread: list sessions that can be resumed (failed, paused, cancelled, with a checkpoint a resume takes up)")
 	f.StringVar(&typ, "type", "", "with --thread: checkpoints of this type ("+strings.Join(records.CheckpointTypes, ", ")+")")
 	f.BoolVar(&clean, "clean", false, "with --thread: clean checkpoints only")
 	list.Long += `
