@@ -27,16 +27,24 @@ import (
 // chromium-browser or google-chrome on PATH. Without one the test skips.
 func chromium(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("SPL_CHROMIUM"); p != "" {
+	if p, ok := findChromium(); ok {
 		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
 	}
 	t.Skip("no Chromium on PATH (chromium, chromium-browser, google-chrome) and SPL_CHROMIUM unset: the reviewer's page is not tried in a browser (apt-get install chromium)")
 	return ""
+}
+
+// findChromium is the Chromium chromium finds, and whether there is one.
+func findChromium() (string, bool) {
+	if p := os.Getenv("SPL_CHROMIUM"); p != "" {
+		return p, true
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 // tab drives one browser tab, each step bounded.

@@ -160,19 +160,10 @@ try {
 // run fails the test).
 func sdkFaces(t *testing.T, srv *served) []face {
 	t.Helper()
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := append(os.Environ(), "SPL_URL="+srv.http, "SPL_TOKEN="+srv.writeTok, "PYTHONPATH="+filepath.Join(root, "sdk/python/src"))
+	py, node, dist := sdkRunners(t)
 	outcome := func(t *testing.T, argv []string) string {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		c := exec.CommandContext(ctx, argv[0], argv[1:]...)
-		c.Env = env
-		out, err := c.CombinedOutput()
-		got := strings.TrimSpace(string(out))
+		got, err := runSDK(t, srv, argv)
 		switch {
 		case err != nil:
 			return fmt.Sprintf("%v: %s", err, got)
@@ -185,28 +176,64 @@ func sdkFaces(t *testing.T, srv *served) []face {
 		}
 		return got
 	}
-	all := os.Getenv("SPL_RUNNERS_ALL") == "1"
 	var faces []face
-	if py, err := exec.LookPath("python3"); err == nil {
+	if py != "" {
 		faces = append(faces, face{"Python SDK", func(t *testing.T, thread, act, kind, body string) string {
 			return outcome(t, []string{py, "-c", pyFace, seedActor, thread, act, kind, body})
 		}})
-	} else if all {
-		t.Fatal("SPL_RUNNERS_ALL=1 but python3 is not on PATH")
 	}
-	dist := filepath.Join(root, "sdk/typescript/dist/index.js")
-	node, err := exec.LookPath("node")
-	switch {
-	case err == nil && exists(dist):
+	if node != "" {
 		faces = append(faces, face{"TypeScript SDK", func(t *testing.T, thread, act, kind, body string) string {
 			return outcome(t, []string{node, "--input-type=module", "-e", tsFace, "file://" + dist, seedActor, thread, act, kind, body})
 		}})
+	}
+	return faces
+}
+
+// sdkRunners finds what runs the Python and TypeScript SDKs here: python3,
+// and node with the built sdk/typescript (dist, its entry point), each
+// "" when missing (as the runners' test finds them: with
+// SPL_RUNNERS_ALL=1 a face that cannot run fails the test).
+func sdkRunners(t *testing.T) (py, node, dist string) {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := os.Getenv("SPL_RUNNERS_ALL") == "1"
+	if py, err = exec.LookPath("python3"); err != nil {
+		if all {
+			t.Fatal("SPL_RUNNERS_ALL=1 but python3 is not on PATH")
+		}
+		py = ""
+	}
+	dist = filepath.Join(root, "sdk/typescript/dist/index.js")
+	node, err = exec.LookPath("node")
+	switch {
+	case err == nil && exists(dist):
 	case all:
 		t.Fatal("SPL_RUNNERS_ALL=1 but node or the built sdk/typescript is missing")
 	default:
 		t.Log("the TypeScript face is left out: node, or sdk/typescript built (npm ci && npm run build), is missing")
+		node = ""
 	}
-	return faces
+	return py, node, dist
+}
+
+// runSDK runs argv, a program of the Python or TypeScript SDK, against
+// srv with the write token, and returns what it printed, trimmed.
+func runSDK(t *testing.T, srv *served, argv []string) (string, error) {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	c.Env = append(os.Environ(), "SPL_URL="+srv.http, "SPL_TOKEN="+srv.writeTok, "PYTHONPATH="+filepath.Join(root, "sdk/python/src"))
+	out, err := c.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
 }
 
 // mustCBOR is the canonical CBOR body of a JSON object.
