@@ -1,17 +1,22 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fxamacker/cbor/v2"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/spl-dev/spl/log"
+	"github.com/spl-dev/spl/records"
 )
 
 // TestServeClusterFailover runs a 3-node cluster of spl serve processes on
@@ -164,4 +169,65 @@ func streamInfo(t *testing.T, js jetstream.JetStream) *jetstream.StreamInfo {
 		t.Fatalf("stream has no cluster info")
 	}
 	return info
+}
+
+// The same record sent to the door of one node and then to the doors of
+// the others, as a client's first send that reached a node late, after
+// the client had given up on it and sent it again elsewhere, where it
+// landed: stored once, and every answer names the one copy. The other
+// nodes' writers never saw the first copy land; they find it as the
+// thread's head. (Each node's door takes the requests of its own clients
+// where it can, but a queue group may hand one to another node: so each
+// node is asked twice.)
+func TestDoorSameRecordOnTwoNodes(t *testing.T) {
+	needFaults(t)
+	if testing.Short() {
+		t.Skip("fault test")
+	}
+	_, urls := startCluster(t)
+	rec, err := records.New(records.ActDo, "agent.step", "th_door_twice", "did:sync:agent:fault", time.Now(), map[string]any{"n": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := rec.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := cbor.Marshal(log.DoorAppendRequest{Items: []log.DoorItem{{Record: data}}, Budget: 10_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []log.DoorResult
+	for _, u := range append(slices.Clone(urls), urls...) {
+		nc, err := nats.Connect(u, nats.Token(testToken))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := nc.Request(log.DoorSubject(log.DoorWrite, log.DoorAppend), req, 15*time.Second)
+		nc.Close()
+		if err != nil {
+			t.Fatalf("append through %s: %v", u, err)
+		}
+		var rep log.DoorAppendReply
+		if err := cbor.Unmarshal(m.Data, &rep); err != nil || rep.Err != nil || len(rep.Results) != 1 || rep.Results[0].Err != nil {
+			t.Fatalf("append through %s: %+v, %v", u, rep, err)
+		}
+		got = append(got, rep.Results[0])
+	}
+	for i, r := range got[1:] {
+		if !bytes.Equal(r.ID, got[0].ID) || r.Clock != got[0].Clock {
+			t.Fatalf("send %d was answered %x@%d, the first %x@%d: want the one copy", i+2, r.ID, r.Clock, got[0].ID, got[0].Clock)
+		}
+	}
+	a := newAppender(t, urls[2], "th_door_twice", 3)
+	n := 0
+	for _, err := range a.l.Read(context.Background(), "th_door_twice") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 1 {
+		t.Fatalf("the thread holds %d records, want 1", n)
+	}
 }

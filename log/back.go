@@ -12,17 +12,52 @@ import (
 // bytes where a thread's records are a few thousand clocks apart.
 const backLen = 16
 
-// next is the head after a record with id lands at clock on top of h,
-// chained on prev: it knows where the records before it are when prev is
+// next is the head after a record with id and header hd lands at clock on
+// top of h: it knows where the records before it are when hd's prev is
 // h's record.
-func (h head) next(id, prev records.ID, clock uint64) head {
-	n := head{id: id, clock: clock, idClock: clock}
+func (h head) next(id records.ID, hd records.Header, clock uint64) head {
+	prev := hd.Prev
+	n := head{id: id, clock: clock, idClock: clock, prev: prev, bd: hd.BD}
 	if h.idClock > 0 && h.id == prev && !prev.IsZero() {
 		n.back = make([]uint64, 0, backLen)
 		n.back = append(n.back, h.idClock)
 		n.back = append(n.back, h.back[:min(len(h.back), backLen-1)]...)
 	}
 	return n
+}
+
+// copyOf is the entry of rec when h, its thread's head, is rec itself:
+// the same body digest (salt and body) and, chained on h's prev, the same
+// id. Sealed on h, a record sent again whose first copy is already the
+// head (a send delayed past its caller's wait, then sent again: through
+// spl serve's door, on another node, log/door.go) would be stored twice;
+// the writer answers with the copy instead, as a retry of a record that
+// landed is answered (recall).
+func (h head) copyOf(rec *records.Record) (Entry, bool) {
+	if h.idClock == 0 || h.idClock != h.clock || h.bd != rec.Header.BD {
+		return Entry{}, false
+	}
+	sealed := rec.WithPrev(h.prev)
+	if sealed.ID() != h.id {
+		return Entry{}, false
+	}
+	return Entry{Clock: h.clock, ID: h.id, Record: sealed}, true
+}
+
+// headerOf is the header of a stored envelope, plain or packed, without
+// its body fetched; ok is false for bytes that are no envelope.
+func headerOf(data []byte) (records.Header, bool) {
+	var r *records.Record
+	var err error
+	if records.Packed(data) {
+		r, _, err = records.UnmarshalStored(data)
+	} else {
+		r, err = records.Unmarshal(data)
+	}
+	if err != nil {
+		return records.Header{}, false
+	}
+	return r.Header, true
 }
 
 // sealRun is what seal knows of one thread's records in a batch: the head

@@ -404,9 +404,14 @@ func (d *door) timeout(n int) time.Duration {
 // and is refused itself, never sealed again (SubmitOnce; and the server
 // takes no record of the first send to its writer once half the client's
 // wait, counted from when the server received it, is spent). So a record
-// lands once, whichever server answers. What is left: a request that
-// reached the server more than half the client's wait after it was sent,
-// and was then taken by its writer after the client had given up.
+// lands once, whichever server answers. A request that reached a server
+// more than half the client's wait after it was sent (held in the
+// client's reconnect buffer while its node died, or on a route), and was
+// then taken by that server's writer after the client had sent it again
+// and it landed, finds its copy as its thread's head and is answered with
+// it (head.copyOf), whichever writer sealed the copy. What is left: such
+// a late request whose thread got another record on top of the copy
+// first, which a single writer's thread cannot.
 func (d *door) commit(w *writer, batch []*Pending) {
 	batch = admit(batch)
 	if len(batch) == 0 {

@@ -82,7 +82,11 @@ func (l *Log) threadHead(ctx context.Context, thread string) (head, error) {
 	}
 	if id, err := records.ParseID(m.hdr.Get(HeaderID)); err == nil {
 		back := ancestorsOf(m)
-		return head{id: id, clock: m.clock, idClock: m.clock, back: back[:min(len(back), backLen)]}, nil
+		h := head{id: id, clock: m.clock, idClock: m.clock, back: back[:min(len(back), backLen)]}
+		if hd, ok := headerOf(m.data); ok && hd.ID() == id {
+			h.prev, h.bd = hd.Prev, hd.BD
+		}
+		return h, nil
 	}
 	h := head{clock: m.clock}
 	err = l.scan(ctx, ThreadSubject(thread), 1, m.clock, 1024, func(s stored) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -186,6 +187,37 @@ func TestRetryReturnsStoredRecord(t *testing.T) {
 		t.Fatalf("retry landed as %s@%d, want %s@%d", again.ID, again.Clock, first.ID, first.Clock)
 	}
 	if got, want := len(chain(t, l, "th_retry")), 2; got != want {
+		t.Fatalf("thread holds %d records, want %d", got, want)
+	}
+}
+
+// A record sent again through another writer, which never saw the first
+// copy land, is answered with that copy when it is its thread's head, not
+// chained on top of it: spl serve's door meets this when a client's first
+// send reached a node late, after the client had sent it again through
+// another node and it landed (log/door.go). Packed records too.
+func TestAppendAgainOnItsCopy(t *testing.T) {
+	dir := t.TempDir()
+	a := openTest(t, dir)
+	b := openTest(t, dir)
+	ctx := ctxT(t)
+	for _, rec := range []*records.Record{
+		newRec(t, "th_again", "agent.step", map[string]any{"x": 1}),
+		newRec(t, "th_again", "agent.step", map[string]any{"x": strings.Repeat("spl ", 4<<10)}), // compressed
+	} {
+		first, err := a.Append(ctx, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := b.Append(ctx, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.ID != first.ID || again.Clock != first.Clock {
+			t.Fatalf("sent again through another writer: %s@%d, want the copy %s@%d", again.ID, again.Clock, first.ID, first.Clock)
+		}
+	}
+	if got, want := len(chain(t, a, "th_again")), 2; got != want {
 		t.Fatalf("thread holds %d records, want %d", got, want)
 	}
 }

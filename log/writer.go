@@ -22,6 +22,10 @@ type head struct {
 	clock   uint64   // the thread's last clock: what the next append expects
 	idClock uint64   // the clock of the record id names (0: unknown)
 	back    []uint64 // clocks of the records before it, newest first (at most backLen)
+	// prev and bd are the record id names, when known: its prev and its
+	// body digest, by which a record sent again finds itself (copyOf).
+	prev records.ID
+	bd   [32]byte
 }
 
 const (
@@ -461,7 +465,7 @@ func (w *writer) settle(p *Pending, clock uint64, serr error) {
 	e := Entry{Clock: clock, ID: p.id, Record: p.sealed}
 	t := p.rec.Header.Thread
 	if h := w.heads[t]; clock > h.clock { // landEach moves heads past its records before they settle
-		w.heads[t] = h.next(p.id, p.sealed.Header.Prev, clock)
+		w.heads[t] = h.next(p.id, p.sealed.Header, clock)
 	}
 	w.remember(e)
 	if serr != nil {
@@ -581,7 +585,7 @@ func (w *writer) landEach(batch []*Pending, attempt int) {
 			if res[i].Err == nil {
 				// Stored: the next layer chains on it (settle, after
 				// the fsync, finds the head moved already).
-				w.heads[t] = w.heads[t].next(p.id, p.sealed.Header.Prev, res[i].Seq)
+				w.heads[t] = w.heads[t].next(p.id, p.sealed.Header, res[i].Seq)
 			} else {
 				behind[t] = nil
 			}
@@ -727,6 +731,19 @@ func (w *writer) seal(batch []*Pending) ([]*Pending, error) {
 	sealed := batch[:0:0]
 	for _, p := range batch {
 		i, r := len(sealed), runs[p.rec.Header.Thread]
+		if len(r.at) == 0 {
+			if e, ok := r.base.copyOf(p.rec); ok {
+				// Stored already, as the thread's head: its copy is the
+				// answer, made durable here as its own append would be.
+				w.remember(e)
+				if err := w.fsync(); err != nil {
+					p.finish(Entry{}, fmt.Errorf("spl/log: append: stored at clock %d, but not made durable: %w", e.Clock, err))
+					continue
+				}
+				p.finish(e, nil)
+				continue
+			}
+		}
 		if p.cond && (len(r.at) > 0 || r.base.clock != p.after) {
 			// Landed ahead of it, or about to: the server's check of the
 			// thread's last clock makes a stale head fail as a lost race,
