@@ -263,14 +263,56 @@ func TestPageReview(t *testing.T) {
 	b.waitText("#follow-state", "following")
 	h.mustRun(t, nil, "emit", "--thread", th, "--act", "DO", "--kind", "agent.step", "--body", `{"step":42,"note":"live from the CLI"}`)
 	b.waitText("#live", "live from the CLI")
+	// A checkpoint saved meanwhile appears in the thread's checkpoints
+	// and records without a reload.
+	h.mustRun(t, nil, "session", "save", "--thread", th, "--summary", "saved while the reviewer watched", "--learnings", "l")
+	b.waitText("#checkpoints", "saved while the reviewer watched")
+	b.waitText("#records", records.KindCheckpoint)
 
-	// A write with the read login: refused, and the page says so.
-	b.do("pause with the read login", chromedp.Click("#pause"))
-	b.waitText("#status", "read right only")
-	b.waitText("#status", "403")
+	// The read login is shown no write control; a write it sends anyway
+	// (as a script in the page could) is refused by the server.
+	for _, sel := range []string{"#pause", "#resume"} {
+		if eval[bool](b, fmt.Sprintf(`!document.querySelector(%q).hidden`, sel)) {
+			t.Errorf("the read login is offered %s", sel)
+		}
+	}
+	if n := eval[int](b, `[...document.querySelectorAll("#app button")].filter((x) => x.offsetParent !== null && ["Pause", "Resume", "Pin"].includes(x.textContent)).length`); n != 0 {
+		t.Errorf("the read login is offered %d Pause, Resume or Pin buttons", n)
+	}
+	if got := eval[int](b, `fetch("/v1/threads/`+th+`/pause", {method: "POST", headers: {"Content-Type": "application/json", "X-CSRF-Token": state.csrf}, body: "{}"}).then((r) => r.status)`); got != http.StatusForbidden {
+		t.Errorf("a pause with the read login: %d, want 403", got)
+	}
 	if got := sessionStatus(t, srv, th); got != "running" {
 		t.Fatalf("after a pause with the read login the session is %q, want running", got)
 	}
+
+	// Every thread, not only sessions: a run's thread, opened from the
+	// threads list, with its records each verified, one of them whole.
+	const runThread = "th_page_run/run/run_page_1"
+	b.waitText(`#threads tr[data-thread="`+runThread+`"]`, runThread)
+	b.waitText(`#threads tr[data-thread="`+th+`"]`, "ago")
+	b.do("open the run's thread", chromedp.Click(`#threads tr[data-thread="`+runThread+`"] button.link`))
+	b.waitText("#thread-name", runThread)
+	b.waitText("#records-state", "every one verified")
+	if n := eval[int](b, `document.querySelectorAll("#records .badge.verified").length`); n != 3 {
+		t.Errorf("the run's thread shows %d verified records, want its 3", n)
+	}
+	b.do("inspect a record", chromedp.Click(`#records li button.link`))
+	b.waitText("#record-raw", `"thread": "`+runThread+`"`)
+	b.waitText("#record-raw", "CBOR envelope")
+	b.waitText("#record-badge", "verified")
+	// A link to the thread survives a reload.
+	if got, want := eval[string](b, `location.hash`), "#thread=th_page_run%2Frun%2Frun_page_1"; got != want {
+		t.Errorf("location.hash %q, want %q", got, want)
+	}
+	b.do("reload", chromedp.Reload())
+	b.waitText("#thread-name", runThread)
+	b.waitText("#records-state", "every one verified")
+	// A filter: threads with a checkpoint, which the run's thread is not.
+	b.do("filter by kind", chromedp.SetValue("#threads-kind", records.KindCheckpoint), chromedp.Click(`#threads-filter button[type="submit"]`))
+	b.waitTrue(`document.querySelector('#threads tr[data-thread="` + runThread + `"]') === null && document.querySelector('#threads tr[data-thread="` + th + `"]') !== null`)
+	b.do("open the session's thread again", chromedp.Click(`#threads tr[data-thread="`+th+`"] button.link`))
+	b.waitText("#thread-name", th)
 
 	// A run: phases, effects, result.
 	b.do("open the run", chromedp.Click(`#runs tr[data-run="run_page_1"] button.link`))

@@ -31,6 +31,27 @@ function say(text, kind) {
 }
 
 const short = (id) => (id ? String(id).slice(-12) : '');
+
+// writes says whether the login may write: a read login is shown no
+// write control at all (the server refuses its writes either way).
+const writes = () => state.right === 'write' || state.right === 'admin';
+
+// ago is how long before now the time t (RFC 3339) was, in the largest
+// whole unit: "3h ago".
+function ago(t) {
+  const ms = Date.now() - Date.parse(t);
+  if (!(ms >= 0)) return t || '';
+  const units = [['d', 86400000], ['h', 3600000], ['min', 60000], ['s', 1000]];
+  for (const [u, n] of units) if (ms >= n) return Math.floor(ms / n) + u + ' ago';
+  return 'just now';
+}
+
+// when is a cell showing the time t as ago, the time itself on hover.
+function when(t) {
+  const td = el('td', ago(t));
+  td.title = t;
+  return td;
+}
 const path = (...parts) => parts.map(encodeURIComponent).join('/');
 
 // APIError is an error answer of the API.
@@ -93,6 +114,7 @@ function setLogin(login) {
   state.csrf = login.csrf_token || '';
   state.right = login.right;
   $('who').textContent = 'logged in with the ' + login.right + ' right';
+  $('pause').hidden = !writes();
 }
 
 function showApp(login) {
@@ -101,8 +123,46 @@ function showApp(login) {
   $('app').hidden = false;
   $('logout').hidden = false;
   if (login.warnings && login.warnings.length) say(login.warnings.join(' '), 'error');
+  loadThreads();
   loadSessions();
   loadRuns();
+  const linked = linkedThread();
+  if (linked) openThread(linked);
+}
+
+// --- deep links: #thread=NAME opens that thread, and survives a reload ---
+
+function linkedThread() {
+  const m = /^#thread=(.+)$/.exec(location.hash);
+  if (!m) return '';
+  try { return decodeURIComponent(m[1]); } catch (e) { return ''; }
+}
+
+// --- threads: every thread of the thread index, newest activity first ---
+
+async function loadThreads(ev) {
+  if (ev) ev.preventDefault();
+  const q = new URLSearchParams({ limit: '100' });
+  const a = $('threads-actor').value.trim();
+  const k = $('threads-kind').value.trim();
+  if (a) q.set('actor', a);
+  if (k) q.set('kind', k);
+  try {
+    const data = await api('GET', '/v1/threads?' + q);
+    const body = $('threads').tBodies[0];
+    body.replaceChildren();
+    for (const t of data.threads) {
+      const tr = document.createElement('tr');
+      tr.dataset.thread = t.thread;
+      const name = el('td');
+      name.append(button(t.thread, () => openThread(t.thread), 'link'));
+      tr.append(name, el('td', t.records), el('td', t.checkpoints), el('td', t.last_actor, 'mono'), when(t.last_time));
+      body.append(tr);
+    }
+    if (!data.threads.length) body.append(emptyRow(5, 'no threads'));
+  } catch (err) {
+    if (err.status !== 401) say('Threads: ' + (err.rule ? err.message + ' (' + err.rule + ')' : err.message), 'error');
+  }
 }
 
 async function logIn(ev) {
@@ -139,10 +199,10 @@ async function loadSessions() {
       tr.dataset.thread = s.session_id;
       const name = el('td');
       name.append(button(s.session_id, () => openThread(s.session_id), 'link'));
-      tr.append(name, el('td', s.status, 'status-' + s.status), el('td', s.updated_at), el('td', s.error || ''));
+      tr.append(name, el('td', s.status, 'status-' + s.status), when(s.updated_at), el('td', s.error || ''));
       const acts = el('td');
-      if (s.status === 'running') acts.append(button('Pause', () => pause(s.session_id)));
-      if (s.resumable) acts.append(button('Resume', () => resume(s.session_id)));
+      if (writes() && s.status === 'running') acts.append(button('Pause', () => pause(s.session_id)));
+      if (writes() && s.resumable) acts.append(button('Resume', () => resume(s.session_id)));
       tr.append(acts);
       body.append(tr);
     }
@@ -202,19 +262,28 @@ function list(items) {
 }
 
 async function openThread(thread) {
-  if (state.thread !== thread) stopFollow();
+  if (state.thread !== thread) {
+    stopFollow();
+    $('live').replaceChildren();
+    $('record').hidden = true;
+  }
   state.thread = thread;
+  history.replaceState(null, '', '#thread=' + encodeURIComponent(thread));
   $('thread').hidden = false;
   $('thread-name').textContent = thread;
   $('pause').onclick = () => pause(thread);
   $('resume').onclick = () => resume(thread);
-  // Resume is offered when the API says the session is one to resume.
-  $('resume').hidden = true;
+  // Pause and Resume are offered when the API says the thread holds a
+  // session, running or one to resume, and to a login that may write.
+  $('pause').hidden = $('resume').hidden = true;
   api('GET', '/v1/threads/' + path(thread) + '/session').then((s) => {
-    if (state.thread === thread) $('resume').hidden = !s.resumable;
+    if (state.thread !== thread) return;
+    $('pause').hidden = !writes() || s.status !== 'running';
+    $('resume').hidden = !writes() || !s.resumable;
   }, (err) => {
     if (err.status !== 404 && err.status !== 401) say('Session ' + thread + ': ' + err.message, 'error');
   });
+  loadRecords(thread);
   const cps = $('checkpoints');
   const lin = $('lineage');
   try {
@@ -228,8 +297,8 @@ async function openThread(thread) {
       li.dataset.id = cp.id;
       const head = el('div');
       head.append(el('strong', cp.summary), el('span', '  ' + cp.time + (cp.name ? '  name ' + cp.name : '') +
-        (cp.step ? '  step ' + cp.step : '') + (cp.progress ? '  ' + cp.progress : '') + '  ' + short(cp.id), 'meta'), ' ',
-      button('Pin', () => pin(thread, cp.id)));
+        (cp.step ? '  step ' + cp.step : '') + (cp.progress ? '  ' + cp.progress : '') + '  ' + short(cp.id), 'meta'));
+      if (writes()) head.append(' ', button('Pin', () => pin(thread, cp.id)));
       li.append(head);
       if (cp.learnings.length) li.append(el('div', 'Learnings', 'meta'), list(cp.learnings));
       if (cp.next_steps.length) li.append(el('div', 'Next steps', 'meta'), list(cp.next_steps));
@@ -248,6 +317,59 @@ async function openThread(thread) {
   } catch (err) {
     say('Thread ' + thread + ': ' + err.message, 'error');
   }
+}
+
+// loadRecords shows the newest records of thread, each as the server
+// verified it (its id and body digest), and the stored messages that do
+// not verify, flagged with their clock and what is wrong.
+async function loadRecords(thread) {
+  const ol = $('records');
+  try {
+    const data = await api('GET', '/v1/threads/' + path(thread) + '/records?last=50&envelope=true');
+    if (state.thread !== thread) return;
+    const rows = data.records.map((r) => ({ clock: r.clock, r }))
+      .concat(data.corrupt.map((c) => ({ clock: c.clock, c })))
+      .sort((a, b) => b.clock - a.clock);
+    ol.replaceChildren();
+    for (const { r, c } of rows) {
+      const li = el('li', null, 'mono');
+      if (c) {
+        li.dataset.clock = c.clock;
+        li.append(el('span', 'does not verify', 'badge corrupt'), ' ' + c.clock + '  ' + c.reason);
+      } else {
+        li.dataset.clock = r.clock;
+        li.dataset.id = r.id;
+        li.append(el('span', 'verified', 'badge verified'), ' ', button(r.clock + '  ' + r.act + '  ' + r.kind, () => showRecord(r), 'link'),
+          el('span', '  ' + r.actor + '  ' + ago(r.time) + '  ' + short(r.id), 'meta'));
+      }
+      ol.append(li);
+    }
+    if (!rows.length) ol.append(el('li', 'no records', 'hint'));
+    $('records-state').textContent = data.corrupt.length
+      ? data.corrupt.length + ' of the newest ' + rows.length + ' do not verify'
+      : 'the newest ' + rows.length + ', every one verified';
+    $('records-state').className = data.corrupt.length ? 'corrupt' : 'meta';
+  } catch (err) {
+    if (err.status !== 401) say('Records of ' + thread + ': ' + err.message, 'error');
+  }
+}
+
+// showRecord shows one record whole, as the API gave it after verifying
+// it: its id, header fields and body as JSON, then the stored bytes (the
+// canonical CBOR envelope its id is computed from) in hex.
+function showRecord(r) {
+  $('record').hidden = false;
+  $('record-name').textContent = r.id;
+  const badge = $('record-badge');
+  badge.textContent = 'verified';
+  badge.className = 'badge verified';
+  const { envelope, ...fields } = r;
+  let hex = '';
+  if (envelope) {
+    const bin = atob(envelope);
+    for (let i = 0; i < bin.length; i++) hex += bin.charCodeAt(i).toString(16).padStart(2, '0');
+  }
+  $('record-raw').textContent = JSON.stringify(fields, null, 2) + (hex ? '\n\nCBOR envelope (' + (hex.length / 2) + ' bytes):\n' + hex : '');
 }
 
 // follow streams the thread's new records (Server-Sent Events; the
@@ -270,6 +392,8 @@ function follow() {
     const li = el('li', r.clock + '  ' + r.act + '  ' + r.kind + '  ' + r.actor + '  ' + JSON.stringify(r.body), 'mono');
     li.dataset.clock = r.clock;
     $('live').prepend(li);
+    if (r.kind === 'agent.session.checkpoint' || r.kind === 'core.erasure') openThread(thread); // the checkpoints, the records, the status
+    else loadRecords(thread);
   });
   src.addEventListener('corrupt', (ev) => {
     $('live').prepend(el('li', 'a stored record that does not verify: ' + ev.data, 'mono status-failed'));
@@ -385,6 +509,8 @@ async function cancelRun(thread, run) {
 document.addEventListener('DOMContentLoaded', async () => {
   $('login-form').addEventListener('submit', logIn);
   $('logout').addEventListener('click', logOut);
+  $('threads-filter').addEventListener('submit', loadThreads);
+  $('threads-reload').addEventListener('click', () => loadThreads());
   $('sessions-reload').addEventListener('click', loadSessions);
   $('resumable').addEventListener('change', loadSessions);
   $('runs-reload').addEventListener('click', loadRuns);
