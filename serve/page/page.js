@@ -152,11 +152,8 @@ async function loadThreads(ev) {
     const body = $('threads').tBodies[0];
     body.replaceChildren();
     for (const t of data.threads) {
-      const tr = document.createElement('tr');
-      tr.dataset.thread = t.thread;
-      const name = el('td');
-      name.append(button(t.thread, () => openThread(t.thread), 'link'));
-      tr.append(name, el('td', t.records), el('td', t.checkpoints), el('td', t.last_actor, 'mono'), when(t.last_time));
+      const tr = threadRow(t.thread);
+      tr.append(el('td', t.records), el('td', t.checkpoints), el('td', t.last_actor, 'mono'), when(t.last_time));
       body.append(tr);
     }
     if (!data.threads.length) body.append(emptyRow(5, 'no threads'));
@@ -186,6 +183,16 @@ async function logOut() {
   say('Logged out.', 'ok');
 }
 
+// threadRow is a table row of thread, its first cell a link that opens it.
+function threadRow(thread) {
+  const tr = document.createElement('tr');
+  tr.dataset.thread = thread;
+  const name = el('td');
+  name.append(button(thread, () => openThread(thread), 'link'));
+  tr.append(name);
+  return tr;
+}
+
 // --- sessions ---
 
 async function loadSessions() {
@@ -195,11 +202,8 @@ async function loadSessions() {
     const body = $('sessions').tBodies[0];
     body.replaceChildren();
     for (const s of data.sessions) {
-      const tr = document.createElement('tr');
-      tr.dataset.thread = s.session_id;
-      const name = el('td');
-      name.append(button(s.session_id, () => openThread(s.session_id), 'link'));
-      tr.append(name, el('td', s.status, 'status-' + s.status), when(s.updated_at), el('td', s.error || ''));
+      const tr = threadRow(s.session_id);
+      tr.append(el('td', s.status, 'status-' + s.status), when(s.updated_at), el('td', s.error || ''));
       const acts = el('td');
       if (writes() && s.status === 'running') acts.append(button('Pause', () => pause(s.session_id)));
       if (writes() && s.resumable) acts.append(button('Resume', () => resume(s.session_id)));
