@@ -4,7 +4,7 @@
 // from them is set as text (textContent), never parsed as HTML.
 'use strict';
 
-const state = { csrf: '', right: '', thread: '', source: null };
+const state = { csrf: '', right: '', thread: '', source: null, recordsAsked: 0 };
 
 const $ = (id) => document.getElementById(id);
 
@@ -268,7 +268,9 @@ function list(items) {
 async function openThread(thread) {
   if (state.thread !== thread) {
     stopFollow();
-    $('live').replaceChildren();
+    // Nothing of the thread shown before stays while this one loads.
+    for (const id of ['live', 'records', 'checkpoints', 'lineage']) $(id).replaceChildren();
+    $('records-state').textContent = 'loading';
     $('record').hidden = true;
   }
   state.thread = thread;
@@ -328,9 +330,10 @@ async function openThread(thread) {
 // not verify, flagged with their clock and what is wrong.
 async function loadRecords(thread) {
   const ol = $('records');
+  const asked = ++state.recordsAsked; // an older answer arriving last is not shown
   try {
     const data = await api('GET', '/v1/threads/' + path(thread) + '/records?last=50&envelope=true');
-    if (state.thread !== thread) return;
+    if (state.thread !== thread || asked !== state.recordsAsked) return;
     const rows = data.records.map((r) => ({ clock: r.clock, r }))
       .concat(data.corrupt.map((c) => ({ clock: c.clock, c })))
       .sort((a, b) => b.clock - a.clock);
